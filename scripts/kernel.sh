@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Build (or reuse) the guest kernel for af_sci.
+#
+# The build lives outside the work tree, under $AF_SCI_CACHE (default ~/.cache/af_sci),
+# keyed by the Debian linux-source-6.12 package version and a hash of the config fragment:
+#   src-<version>/              the unpacked source (shared by every fragment)
+#   kernel-<version>-<hash>/    the O= build directory, with a .af_sci-built stamp when done
+# An unchanged key reuses the build; a changed one builds a new directory.
+#
+#   scripts/kernel.sh            build if needed, then print the build directory
+#   scripts/kernel.sh --dir      print the build directory without building
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+fragment=${KCONFIG_FRAGMENT:-$top/kernel/af_sci.config}
+cache=${AF_SCI_CACHE:-$HOME/.cache/af_sci}
+version=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) || {
+	echo "kernel.sh: linux-source-6.12 is not installed (run 'make deps')" >&2; exit 1; }
+hash=$(cat "$fragment" | sha256sum | cut -c1-12)
+src=$cache/src-$version
+out=$cache/kernel-$version-$hash
+
+if [ "${1:-}" = "--dir" ]; then echo "$out"; exit 0; fi
+if [ -f "$out/.af_sci-built" ]; then echo "$out"; exit 0; fi
+
+mkdir -p "$cache"
+if [ ! -f "$src/Makefile" ]; then
+	echo "kernel.sh: unpacking linux-source-6.12 $version into $src" >&2
+	tmp=$(mktemp -d "$cache/unpack.XXXXXX")
+	tar -C "$tmp" -xf /usr/src/linux-source-6.12.tar.xz
+	rm -rf "$src"
+	mv "$tmp/linux-source-6.12" "$src"
+	rmdir "$tmp"
+fi
+
+mkdir -p "$out"
+echo "kernel.sh: configuring $out from $(basename "$fragment")" >&2
+make -s -C "$src" O="$out" LLVM=1 KCONFIG_ALLCONFIG="$fragment" allnoconfig >&2
+
+# Kconfig silently drops options whose dependencies are unmet; refuse such a config.
+missing=0
+while IFS= read -r line; do
+	case "$line" in
+	CONFIG_*=*)
+		grep -qxF "$line" "$out/.config" || { echo "kernel.sh: $line was dropped by Kconfig" >&2; missing=1; } ;;
+	"# CONFIG_"*" is not set")
+		opt=${line#\# }; opt=${opt%% *}
+		grep -q "^$opt=" "$out/.config" && { echo "kernel.sh: $opt should be unset" >&2; missing=1; } ;;
+	esac
+done < "$fragment"
+if [ "$missing" != 0 ]; then
+	echo "kernel.sh: the config fragment is not fully satisfied; fix $fragment" >&2
+	exit 1
+fi
+
+echo "kernel.sh: building Linux $version in $out (about 20 minutes on 2 cores)" >&2
+make -s -C "$out" LLVM=1 -j"$(nproc)" all >&2
+touch "$out/.af_sci-built"
+echo "$out"
