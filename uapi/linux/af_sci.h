@@ -20,7 +20,7 @@
 #define AF_SCI_FAMILY_PATH	"/sys/module/af_sci/parameters/family"
 
 /* Socket option level of AF_SCI's own options (get/setsockopt). */
-#define SOL_SCI			287
+#define SOL_SCI			300	/* above every SOL_* of Linux 6.12 (SOL_VSOCK = 287) */
 
 /* getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len): struct sci_info. Read-only. */
 #define SCI_INFO		1
