@@ -1,0 +1,512 @@
+//! sci-preload: an `LD_PRELOAD` shim that makes TCP sockets AF_SCI sockets.
+//!
+//! The shim exports `socket()`. A call for a TCP socket
+//! (`AF_INET`/`AF_INET6`, `SOCK_STREAM` with optional `SOCK_NONBLOCK` /
+//! `SOCK_CLOEXEC`, protocol 0 or `IPPROTO_TCP`) is passed to the real
+//! `socket()` with the domain replaced by the AF_SCI family number that the
+//! loaded af_sci module publishes in `/sys/module/af_sci/parameters/family`.
+//! AF_SCI sockets take `sockaddr_in`/`sockaddr_in6` and behave like TCP, so
+//! the program does not notice. Every other call is passed on untouched.
+//!
+//! Environment (read once, when the library is loaded):
+//! - `SCI_DISABLE=1`: never rewrite.
+//! - `SCI_DEBUG=1`: one stderr line per rewritten socket, and one per process
+//!   when sockets stay as they are (module not loaded, disabled, …).
+//! - `SCI_FAMILY_FILE=PATH`: testing aid, read the family number from PATH
+//!   instead of sysfs. Ignored in set-user-ID/set-group-ID programs.
+//!
+//! Safety in arbitrary processes: the real `socket` is looked up and the
+//! environment and family file are read once, from an ELF constructor (or the
+//! first `socket()` call if some other constructor calls it earlier). After
+//! that the hot path is an atomic load plus the real call: no allocation, no
+//! locks, only async-signal-safe calls (`socket`, `write`), so it may run in
+//! signal handlers and in many threads at once. `errno` is what the real
+//! call left.
+//!
+//! The pure decision logic lives in [`policy`] and is unit tested.
+//!
+//! Do not link this crate into a program (as a dependency of another
+//! workspace member): outside of its own unit tests it defines `socket`, which
+//! would then interpose that program's own socket calls.
+
+pub mod policy;
+
+use core::ffi::{c_void, CStr};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use libc::c_int;
+use policy::{Config, FamilyStatus, LineBuf};
+
+/// Where the loaded af_sci module publishes its family number
+/// (`AF_SCI_FAMILY_PATH` of `uapi/linux/af_sci.h`).
+pub const FAMILY_PATH: &CStr = c"/sys/module/af_sci/parameters/family";
+
+/// Signature of `socket(2)`.
+pub type SocketFn = unsafe extern "C" fn(c_int, c_int, c_int) -> c_int;
+
+/// The next `socket` in symbol lookup order (libc's), or null before init /
+/// when it could not be found (then the raw system call is used).
+static REAL_SOCKET: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+
+/// [`Config::encode`]d configuration; 0 until initialised.
+static STATE: AtomicU32 = AtomicU32::new(0);
+
+/// Set once the per-process "sockets stay as they are" line was printed.
+static NOTICE_DONE: AtomicBool = AtomicBool::new(false);
+
+/// Reads the calling thread's `errno`.
+fn errno() -> c_int {
+    // SAFETY: __errno_location() always returns a valid pointer to the calling
+    // thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's `errno`.
+fn set_errno(value: c_int) {
+    // SAFETY: as in errno(); the location is writable and thread-local.
+    unsafe { *libc::__errno_location() = value }
+}
+
+/// Writes `bytes` to stderr with one `write(2)`, leaving `errno` as it was.
+/// Async-signal-safe; errors are ignored (a debug line is not worth failing
+/// a socket call for).
+fn write_stderr(bytes: &[u8]) {
+    let saved = errno();
+    // SAFETY: bytes is a valid, initialised buffer of bytes.len() bytes for the
+    // duration of the call; write() does not keep the pointer.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len());
+    }
+    set_errno(saved);
+}
+
+/// Reads a boolean environment variable through libc's `getenv`.
+fn getenv_flag(name: &CStr) -> bool {
+    // SAFETY: name is NUL-terminated. getenv returns null or a pointer to a
+    // NUL-terminated string in the environment, which we only read right away.
+    let value = unsafe { libc::getenv(name.as_ptr()) };
+    if value.is_null() {
+        return policy::env_flag(None);
+    }
+    // SAFETY: value is non-null and points to a NUL-terminated string (above).
+    let bytes = unsafe { CStr::from_ptr(value) }.to_bytes();
+    policy::env_flag(Some(bytes))
+}
+
+/// True when the process runs with elevated privileges (set-user-ID etc.), in
+/// which case testing overrides from the environment are ignored.
+fn secure_mode() -> bool {
+    // SAFETY: getauxval has no preconditions; it returns 0 for unknown types.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// Reads and parses the family file at `path` with raw `open`/`read`/`close`
+/// (async-signal-safe, no allocation). `errno` is left as it was.
+pub fn read_family_file(path: &CStr) -> FamilyStatus {
+    let saved = errno();
+    let status = read_family_file_inner(path);
+    set_errno(saved);
+    status
+}
+
+fn read_family_file_inner(path: &CStr) -> FamilyStatus {
+    // SAFETY: path is NUL-terminated; open() does not keep the pointer.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    if fd < 0 {
+        return match errno() {
+            libc::ENOENT | libc::ENOTDIR => FamilyStatus::Missing,
+            _ => FamilyStatus::Unreadable,
+        };
+    }
+    // One byte more than any valid text ("255\n"), so longer text is caught.
+    let mut buf = [0u8; 16];
+    let mut len = 0usize;
+    let mut failed = false;
+    while len < buf.len() {
+        let rest = &mut buf[len..];
+        // SAFETY: rest is a valid writable buffer of rest.len() bytes; fd is
+        // an open descriptor owned by this function.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        if n > 0 {
+            len += n as usize;
+        } else if n == 0 {
+            break;
+        } else if errno() != libc::EINTR {
+            failed = true;
+            break;
+        }
+    }
+    // SAFETY: fd was opened above and is closed exactly once.
+    unsafe {
+        libc::close(fd);
+    }
+    if failed {
+        FamilyStatus::Unreadable
+    } else if len == buf.len() {
+        FamilyStatus::Invalid
+    } else {
+        match policy::parse_family(&buf[..len]) {
+            Some(n) => FamilyStatus::Loaded(n),
+            None => FamilyStatus::Invalid,
+        }
+    }
+}
+
+/// Path of the family file: `SCI_FAMILY_FILE` (testing aid, not honoured in
+/// secure mode) or the sysfs path. Reads the family through it.
+fn read_configured_family() -> FamilyStatus {
+    if !secure_mode() {
+        // SAFETY: the name is NUL-terminated; getenv returns null or a
+        // NUL-terminated string, used only before this function returns.
+        let over = unsafe { libc::getenv(c"SCI_FAMILY_FILE".as_ptr()) };
+        if !over.is_null() {
+            // SAFETY: over is non-null and NUL-terminated (see above).
+            let path = unsafe { CStr::from_ptr(over) };
+            if !path.is_empty() {
+                return read_family_file(path);
+            }
+        }
+    }
+    read_family_file(FAMILY_PATH)
+}
+
+/// Looks up the real `socket` and reads the configuration, then publishes
+/// both. Idempotent: racing callers compute the same values.
+fn init() -> Config {
+    let saved = errno();
+    // SAFETY: RTLD_NEXT with a NUL-terminated symbol name is a valid dlsym
+    // lookup; the result is only stored, and checked for null before use.
+    let real = unsafe { libc::dlsym(libc::RTLD_NEXT, c"socket".as_ptr()) };
+    // Never call ourselves (possible if this object is not a preload).
+    #[cfg(not(test))]
+    let real = if real == socket as SocketFn as *mut c_void {
+        core::ptr::null_mut()
+    } else {
+        real
+    };
+    REAL_SOCKET.store(real, Ordering::Release);
+
+    let disabled = getenv_flag(c"SCI_DISABLE");
+    let debug = getenv_flag(c"SCI_DEBUG");
+    let family = if disabled {
+        FamilyStatus::Missing
+    } else {
+        read_configured_family()
+    };
+    let cfg = Config {
+        debug,
+        disabled,
+        family,
+    };
+    STATE.store(cfg.encode(), Ordering::Release);
+    set_errno(saved);
+    cfg
+}
+
+/// The configuration, initialising on first use.
+fn config() -> Config {
+    match Config::decode(STATE.load(Ordering::Acquire)) {
+        Some(cfg) => cfg,
+        None => init(),
+    }
+}
+
+/// `socket(2)` without going through any interposed symbol.
+unsafe extern "C" fn raw_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    // SAFETY: the socket system call takes three integers and touches no
+    // user memory.
+    unsafe { libc::syscall(libc::SYS_socket, domain, ty, protocol) as c_int }
+}
+
+/// The real `socket` found at init, or [`raw_socket`].
+fn real_socket() -> SocketFn {
+    let p = REAL_SOCKET.load(Ordering::Acquire);
+    if p.is_null() {
+        raw_socket
+    } else {
+        // SAFETY: p is non-null and was returned by dlsym for "socket", whose
+        // C prototype is int socket(int, int, int), i.e. SocketFn.
+        unsafe { core::mem::transmute::<*mut c_void, SocketFn>(p) }
+    }
+}
+
+/// What `socket()` does, given the configuration and the real `socket`.
+///
+/// # Safety
+/// `real` must behave like `socket(2)` (any function with that signature and
+/// no extra preconditions).
+pub unsafe fn socket_with(
+    cfg: Config,
+    real: SocketFn,
+    domain: c_int,
+    ty: c_int,
+    protocol: c_int,
+) -> c_int {
+    let family = match policy::target_family(&cfg, domain, ty, protocol) {
+        Ok(family) => family,
+        Err(keep) => {
+            if cfg.debug {
+                if let Some(line) = keep.notice() {
+                    if !NOTICE_DONE.swap(true, Ordering::AcqRel) {
+                        write_stderr(line.as_bytes());
+                    }
+                }
+            }
+            // SAFETY: real behaves like socket(2) (caller's contract).
+            return unsafe { real(domain, ty, protocol) };
+        }
+    };
+
+    // SAFETY: real behaves like socket(2) (caller's contract).
+    let fd = unsafe { real(family, ty, protocol) };
+    if fd >= 0 {
+        if cfg.debug {
+            let mut line = LineBuf::new();
+            policy::rewritten_line(&mut line, fd, domain, family);
+            write_stderr(line.finish());
+        }
+        return fd;
+    }
+
+    let err = errno();
+    if err != libc::EAFNOSUPPORT {
+        if cfg.debug {
+            let mut line = LineBuf::new();
+            policy::failed_line(&mut line, domain, family, err);
+            write_stderr(line.finish());
+        }
+        set_errno(err);
+        return fd;
+    }
+
+    // The module went away (or never registered the family): do what the
+    // program asked for, as if the shim were not there.
+    // SAFETY: real behaves like socket(2) (caller's contract).
+    let fd = unsafe { real(domain, ty, protocol) };
+    if cfg.debug {
+        let mut line = LineBuf::new();
+        policy::fallback_line(&mut line, fd, domain, family);
+        write_stderr(line.finish());
+    }
+    fd
+}
+
+/// The interposed `socket(2)`.
+///
+/// # Safety
+/// Same contract as `socket(2)`: plain integers, no pointers.
+#[cfg_attr(not(test), no_mangle)]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    let cfg = config();
+    // SAFETY: real_socket() is libc's socket or the raw system call.
+    unsafe { socket_with(cfg, real_socket(), domain, ty, protocol) }
+}
+
+/// ELF constructor: do the one-time work (dlsym, getenv, sysfs) at load
+/// time, so that a first `socket()` from a signal handler finds it done.
+#[cfg(not(test))]
+extern "C" fn sci_preload_init() {
+    config();
+}
+
+#[cfg(not(test))]
+#[used]
+#[link_section = ".init_array"]
+static SCI_PRELOAD_INIT: extern "C" fn() = sci_preload_init;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::ffi::CString;
+    use std::io::Write;
+
+    thread_local! {
+        static CALLS: RefCell<Vec<(c_int, c_int, c_int)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Fake socket(): refuses family 27 with EAFNOSUPPORT, family 99 with
+    /// EMFILE, and "creates" fd 40 + family otherwise.
+    unsafe extern "C" fn fake_socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+        CALLS.with(|c| c.borrow_mut().push((domain, ty, protocol)));
+        match domain {
+            27 => {
+                set_errno(libc::EAFNOSUPPORT);
+                -1
+            }
+            99 => {
+                set_errno(libc::EMFILE);
+                -1
+            }
+            d => 40 + d,
+        }
+    }
+
+    fn calls() -> Vec<(c_int, c_int, c_int)> {
+        CALLS.with(|c| c.borrow_mut().drain(..).collect())
+    }
+
+    fn loaded(n: u8) -> Config {
+        Config {
+            debug: false,
+            disabled: false,
+            family: FamilyStatus::Loaded(n),
+        }
+    }
+
+    fn temp_file(name: &str, contents: &[u8]) -> CString {
+        let mut path = std::env::temp_dir();
+        path.push(format!("sci-preload-test-{}-{name}", std::process::id()));
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(contents)
+            .unwrap();
+        CString::new(path.into_os_string().into_encoded_bytes()).unwrap()
+    }
+
+    #[test]
+    fn tcp_socket_is_created_with_the_sci_family() {
+        calls();
+        // SAFETY: fake_socket has socket(2)'s contract.
+        let fd =
+            unsafe { socket_with(loaded(42), fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+        assert_eq!(fd, 82);
+        assert_eq!(calls(), vec![(42, libc::SOCK_STREAM, 0)]);
+    }
+
+    #[test]
+    fn type_flags_and_protocol_are_passed_through_unchanged() {
+        calls();
+        let ty = libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: fake_socket has socket(2)'s contract.
+        unsafe {
+            socket_with(
+                loaded(42),
+                fake_socket,
+                libc::AF_INET6,
+                ty,
+                libc::IPPROTO_TCP,
+            )
+        };
+        assert_eq!(calls(), vec![(42, ty, libc::IPPROTO_TCP)]);
+    }
+
+    #[test]
+    fn eafnosupport_falls_back_to_the_original_family() {
+        calls();
+        // SAFETY: fake_socket has socket(2)'s contract.
+        let fd = unsafe {
+            socket_with(
+                loaded(27),
+                fake_socket,
+                libc::AF_INET6,
+                libc::SOCK_STREAM,
+                0,
+            )
+        };
+        assert_eq!(fd, 40 + libc::AF_INET6);
+        assert_eq!(
+            calls(),
+            vec![
+                (27, libc::SOCK_STREAM, 0),
+                (libc::AF_INET6, libc::SOCK_STREAM, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn other_errors_of_the_sci_socket_are_returned_with_errno() {
+        calls();
+        // SAFETY: fake_socket has socket(2)'s contract.
+        let fd =
+            unsafe { socket_with(loaded(99), fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+        assert_eq!(fd, -1);
+        assert_eq!(errno(), libc::EMFILE);
+        assert_eq!(calls(), vec![(99, libc::SOCK_STREAM, 0)]);
+    }
+
+    #[test]
+    fn udp_socket_is_passed_through_once() {
+        calls();
+        // SAFETY: fake_socket has socket(2)'s contract.
+        let fd =
+            unsafe { socket_with(loaded(42), fake_socket, libc::AF_INET, libc::SOCK_DGRAM, 0) };
+        assert_eq!(fd, 40 + libc::AF_INET);
+        assert_eq!(calls(), vec![(libc::AF_INET, libc::SOCK_DGRAM, 0)]);
+    }
+
+    #[test]
+    fn disabled_or_unloaded_config_passes_tcp_through() {
+        for cfg in [
+            Config {
+                debug: false,
+                disabled: true,
+                family: FamilyStatus::Loaded(42),
+            },
+            Config {
+                debug: false,
+                disabled: false,
+                family: FamilyStatus::Missing,
+            },
+            Config {
+                debug: false,
+                disabled: false,
+                family: FamilyStatus::Invalid,
+            },
+        ] {
+            calls();
+            // SAFETY: fake_socket has socket(2)'s contract.
+            unsafe { socket_with(cfg, fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+            assert_eq!(
+                calls(),
+                vec![(libc::AF_INET, libc::SOCK_STREAM, 0)],
+                "{cfg:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn family_file_with_number_and_newline_is_loaded() {
+        let p = temp_file("ok", b"27\n");
+        assert_eq!(read_family_file(&p), FamilyStatus::Loaded(27));
+        std::fs::remove_file(p.to_str().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn family_file_with_garbage_or_too_long_text_is_invalid() {
+        let g = temp_file("garbage", b"AF_SCI\n");
+        assert_eq!(read_family_file(&g), FamilyStatus::Invalid);
+        let l = temp_file("long", b"0000000000000000000000000000027\n");
+        assert_eq!(read_family_file(&l), FamilyStatus::Invalid);
+        std::fs::remove_file(g.to_str().unwrap()).unwrap();
+        std::fs::remove_file(l.to_str().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn missing_family_file_means_not_loaded_and_keeps_errno() {
+        set_errno(1234);
+        assert_eq!(
+            read_family_file(c"/nonexistent/sci-preload/family"),
+            FamilyStatus::Missing
+        );
+        assert_eq!(errno(), 1234);
+    }
+
+    #[test]
+    fn directory_as_family_file_is_unreadable() {
+        assert_eq!(read_family_file(c"/"), FamilyStatus::Unreadable);
+    }
+
+    #[test]
+    fn raw_socket_creates_a_real_tcp_socket() {
+        // SAFETY: raw_socket has socket(2)'s contract.
+        let fd = unsafe { raw_socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(fd >= 0, "errno {}", errno());
+        // SAFETY: fd was just created and is closed once.
+        unsafe { libc::close(fd) };
+    }
+}
