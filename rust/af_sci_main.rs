@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! af_sci: the `AF_SCI` socket family.
+//!
+//! `AF_SCI` stream sockets behave like TCP sockets and take `sockaddr_in`/`sockaddr_in6`
+//! addresses; unmodified programs get them through a preload library that rewrites
+//! `socket(AF_INET, SOCK_STREAM, 0)`. Each owns a native TCP socket that holds its port
+//! and, when no SCI data path can serve the connection, carries its bytes.
+//!
+//! Files: `socket_adapter.rs` (family registration and `proto_ops`), `sci_sock.rs` (the
+//! socket), `native.rs` (the native TCP socket), `bindings.rs` + `shim.c` (C glue).
+
+mod bindings;
+mod native;
+mod sci_sock;
+mod socket_adapter;
+
+use kernel::prelude::*;
+use socket_adapter::Family;
+
+module! {
+    type: AfSci,
+    name: "af_sci",
+    author: "af_sci developers",
+    description: "AF_SCI: TCP-compatible sockets over remote-memory message queues",
+    license: "GPL",
+}
+
+struct AfSci {
+    family: Pin<KBox<Family>>,
+}
+
+impl kernel::Module for AfSci {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let number = Family::requested_number();
+        let family = Family::register(number, module)?;
+        pr_info!("af_sci: registered address family {} (TCP pass-through)\n", number);
+        Ok(AfSci { family })
+    }
+}
+
+impl Drop for AfSci {
+    fn drop(&mut self) {
+        pr_info!("af_sci: unregistering address family {}\n", self.family.number());
+    }
+}

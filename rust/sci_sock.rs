@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An `AF_SCI` stream socket.
+//!
+//! Every `AF_SCI` socket owns a native TCP socket ([`Native`]) and, until the SCI data
+//! path exists, carries all its bytes over it: each operation is forwarded, and the
+//! native socket's wake-ups are forwarded back, so the program sees TCP exactly.
+//!
+//! The native socket is born `AF_INET`. The first IPv6 address (bind/connect) or
+//! `IPPROTO_IPV6` option it sees re-creates it as `AF_INET6`, replaying the options set
+//! so far: a rewritten program's `socket(AF_INET6, ...)` cannot be told apart from an
+//! `AF_INET` one, because only the stream type reaches the family. After the first bind,
+//! connect or listen the native socket never changes.
+
+use crate::bindings;
+use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
+use crate::socket_adapter::{copy_optval, kernel_optval, OwnSk};
+use core::ffi::{c_int, c_uint};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Mutex;
+use kernel::uaccess::UserSlice;
+
+/// Options longer than this are applied but not replayed on a family switch.
+const OPTION_VALUE_MAX: usize = 64;
+/// At most this many options are remembered for a family switch.
+const OPTION_RECORD_MAX: usize = 32;
+
+/// `EPOLLERR`, as in `include/uapi/linux/eventpoll.h`.
+const EPOLLERR: c_uint = 0x8;
+
+/// A `setsockopt` made before the native socket's family was settled.
+struct RecordedOption {
+    level: c_int,
+    name: c_int,
+    len: usize,
+    val: [u8; OPTION_VALUE_MAX],
+}
+
+/// What may change only before the socket is committed to a family.
+struct Config {
+    /// Bound, connecting, connected or listening: the native socket is final.
+    committed: bool,
+    options: KVec<RecordedOption>,
+}
+
+/// The state of one `AF_SCI` socket (lives inside its `struct sock`).
+#[pin_data]
+pub(crate) struct SciSock {
+    #[pin]
+    config: Mutex<Config>,
+    /// The native socket in use; set at creation, replaced at most once (family switch).
+    native: AtomicPtr<bindings::socket>,
+    /// The native socket replaced by a family switch, kept alive until release because a
+    /// racing call may still hold it.
+    retired: AtomicPtr<bindings::socket>,
+    /// Saved callbacks of the native socket in use.
+    hooks: NativeHooks,
+    kern: bool,
+}
+
+impl SciSock {
+    /// A socket without its native socket yet; `kern` for kernel-created sockets.
+    pub(crate) fn new(kern: bool) -> impl PinInit<Self> {
+        pin_init!(Self {
+            config <- kernel::new_mutex!(
+                Config { committed: false, options: KVec::new() },
+                "SciSock::config"
+            ),
+            native: AtomicPtr::new(ptr::null_mut()),
+            retired: AtomicPtr::new(ptr::null_mut()),
+            hooks: NativeHooks::new(),
+            kern,
+        })
+    }
+
+    /// Creates the native socket of a new socket (born `AF_INET`).
+    pub(crate) fn init_native(&self, own: &OwnSk) -> Result {
+        let native = Native::create(own.net(), bindings::AF_INET as c_int, self.kern)?;
+        self.install(own, native, None);
+        Ok(())
+    }
+
+    /// Takes an accepted native socket; `listener` is the accepting socket.
+    pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
+        self.config.lock().committed = true;
+        self.install(own, native, Some(&listener.hooks));
+    }
+
+    fn install(&self, own: &OwnSk, native: Native, inherited: Option<&NativeHooks>) {
+        native.attach(&self.hooks, own.as_ptr(), inherited);
+        own.set_buffer_sizes(native.buffer_sizes());
+        self.native.store(native.as_ptr(), Ordering::Release);
+    }
+
+    /// The native socket in use.
+    pub(crate) fn native(&self) -> Native {
+        // Set in `init_native`/`adopt` before the socket is reachable, and never cleared
+        // before `release`.
+        Native::from_ptr(self.native.load(Ordering::Acquire)).expect("AF_SCI socket without native socket")
+    }
+
+    /// Re-creates the (uncommitted) native socket as `family`, replaying the options.
+    fn switch_family(&self, own: &OwnSk, config: &mut Config, family: c_int) -> Result<Native> {
+        let old = self.native();
+        if config.committed || old.family() == family {
+            return Ok(old);
+        }
+        let new = Native::create(own.net(), family, self.kern)?;
+        for opt in config.options.iter_mut() {
+            let val = kernel_optval(&mut opt.val[..opt.len]);
+            let len = opt.len as c_uint;
+            // An option the new family refuses is dropped, as it would have been refused
+            // had the program's socket been of that family from the start.
+            let _ = if opt.level == bindings::SOL_SOCKET as c_int {
+                new.set_socket_option(opt.name, val, len)
+            } else {
+                new.set_option(opt.level, opt.name, val, len)
+            };
+        }
+        old.detach(&self.hooks);
+        self.install(own, new, None);
+        self.retired.store(old.as_ptr(), Ordering::Release);
+        Ok(new)
+    }
+
+    /// The family an address asks for, if it asks for a switch.
+    fn wanted_family(addr: &SockAddr) -> Option<c_int> {
+        match addr.family() {
+            Some(f) if u32::from(f) == bindings::AF_INET6 => Some(bindings::AF_INET6 as c_int),
+            _ => None,
+        }
+    }
+
+    /// Settles the family for `addr` and commits the socket to it.
+    fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
+        let mut config = self.config.lock();
+        let native = match addr.and_then(Self::wanted_family) {
+            Some(family) => self.switch_family(own, &mut config, family)?,
+            None => self.native(),
+        };
+        config.committed = true;
+        config.options = KVec::new();
+        Ok(native)
+    }
+
+    /// Keeps an error that both the native socket and ours hold from being reported
+    /// twice: once `SO_ERROR` consumed our copy, the native one is dropped too.
+    fn sync_error(&self, own: &OwnSk, native: &Native) {
+        let mirrored = self.hooks.mirrored_error();
+        if mirrored != 0 && own.error() == 0 {
+            if native.peek_error() == mirrored {
+                native.take_error();
+            }
+            self.hooks.clear_mirrored_error();
+        }
+    }
+
+    /// After the native socket returned an error: if it was the mirrored one, it has been
+    /// consumed there, so our copy goes too.
+    fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            let mirrored = self.hooks.mirrored_error();
+            if mirrored != 0 && e.to_errno() == -mirrored {
+                if own.error() == mirrored {
+                    own.take_error();
+                }
+                self.hooks.clear_mirrored_error();
+            }
+        }
+        r
+    }
+
+    /// `bind(2)`.
+    pub(crate) fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
+        let mut config = self.config.lock();
+        let native = match Self::wanted_family(&addr) {
+            Some(family) => self.switch_family(own, &mut config, family)?,
+            None => self.native(),
+        };
+        native.bind(addr)?;
+        config.committed = true;
+        config.options = KVec::new();
+        Ok(())
+    }
+
+    /// `connect(2)`, blocking or not (`flags` holds `O_NONBLOCK`).
+    pub(crate) fn connect(&self, own: &OwnSk, addr: SockAddr, flags: c_int) -> Result {
+        let native = self.commit(own, Some(&addr))?;
+        self.sync_error(own, &native);
+        let r = native.connect(addr, flags);
+        // A pending error of an earlier non-blocking connect is what connect reports
+        // (`inet_stream_connect` does `sock_error`).
+        if r.is_err() && self.hooks.mirrored_error() != 0 && own.error() != 0 {
+            self.hooks.clear_mirrored_error();
+            native.take_error();
+            return Err(errno(own.take_error() as u32));
+        }
+        self.consumed(own, r)
+    }
+
+    /// `listen(2)`.
+    pub(crate) fn listen(&self, own: &OwnSk, backlog: c_int) -> Result {
+        let native = self.commit(own, None)?;
+        native.listen(backlog)?;
+        own.set_state(bindings::TCP_LISTEN);
+        Ok(())
+    }
+
+    /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
+    pub(crate) fn accept(&self, own: &OwnSk, flags: c_int) -> Result<Native> {
+        let native = self.native();
+        self.sync_error(own, &native);
+        native.accept(flags)
+    }
+
+    /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.
+    pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
+        let native = self.native();
+        self.sync_error(own, &native);
+        let mut mask = native.poll_mask(file);
+        if own.error() != 0 {
+            mask |= EPOLLERR;
+        }
+        mask
+    }
+
+    /// `shutdown(2)`.
+    pub(crate) fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        let native = self.native();
+        self.sync_error(own, &native);
+        native.shutdown(how)
+    }
+
+    /// `sendmsg(2)` and kernel senders (NBD's `kernel_sendmsg` with kvec/bvec).
+    pub(crate) fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        let native = self.native();
+        self.sync_error(own, &native);
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.sendmsg(msg, len);
+        self.consumed(own, r)
+    }
+
+    /// `recvmsg(2)` and kernel receivers.
+    pub(crate) fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        let native = self.native();
+        self.sync_error(own, &native);
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.recvmsg(msg, len, flags);
+        self.consumed(own, r)
+    }
+
+    /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
+    /// from ours), every other level to the native socket; `SOL_SCI` has no writable option.
+    pub(crate) fn setsockopt(
+        &self,
+        own: &OwnSk,
+        level: c_int,
+        optname: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
+        if level == bindings::SOL_SCI as c_int {
+            return Err(errno(bindings::ENOPROTOOPT));
+        }
+        let mut config = self.config.lock();
+        let native = if level == bindings::IPPROTO_IPV6 as c_int {
+            self.switch_family(own, &mut config, bindings::AF_INET6 as c_int)?
+        } else {
+            self.native()
+        };
+        if level == bindings::SOL_SOCKET as c_int {
+            native.set_socket_option(optname, val, len)?;
+            // Ours only mirrors what the native socket accepted; what ours cannot hold
+            // (e.g. options the socket layer checks against TCP) stays native-only.
+            let _ = own.set_socket_option(optname, val, len);
+            own.set_buffer_sizes(native.buffer_sizes());
+        } else {
+            native.set_option(level, optname, val, len)?;
+        }
+        if !config.committed {
+            Self::record(&mut config, level, optname, val, len)?;
+        }
+        Ok(())
+    }
+
+    fn record(config: &mut Config, level: c_int, name: c_int, val: OptVal, len: c_uint) -> Result {
+        let len = len as usize;
+        if len > OPTION_VALUE_MAX || config.options.len() >= OPTION_RECORD_MAX {
+            return Ok(());
+        }
+        let mut opt = RecordedOption { level, name, len, val: [0; OPTION_VALUE_MAX] };
+        copy_optval(&mut opt.val[..len], val)?;
+        config.options.retain(|o| o.level != level || o.name != name);
+        config.options.push(opt, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
+    /// from our sk): `SOL_SCI` here, the rest from the native socket.
+    pub(crate) fn getsockopt(
+        &self,
+        own: &OwnSk,
+        level: c_int,
+        optname: c_int,
+        val: *mut u8,
+        len: *mut c_int,
+    ) -> Result {
+        if level != bindings::SOL_SCI as c_int {
+            return self.native().get_option(level, optname, val, len);
+        }
+        if optname != bindings::SCI_INFO as c_int {
+            return Err(errno(bindings::ENOPROTOOPT));
+        }
+        let info = self.info(own);
+        let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
+        let user_len = len_reader.read::<c_int>()?;
+        if user_len < 0 || (user_len as usize) < info.len() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(val as usize, info.len()).writer().write_slice(&info)?;
+        UserSlice::new(len as usize, core::mem::size_of::<c_int>())
+            .writer()
+            .write(&(info.len() as c_int))
+    }
+
+    /// `struct sci_info` as bytes (four native-endian `__u32`).
+    fn info(&self, own: &OwnSk) -> [u8; 16] {
+        let native = self.native();
+        let fields = [
+            bindings::sci_mode_SCI_MODE_NATIVE,
+            bindings::sci_fallback_reason_SCI_FALLBACK_NO_FABRIC,
+            native.family() as u32,
+            u32::from(native.state()),
+        ];
+        let mut out = [0u8; 16];
+        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&v.to_ne_bytes());
+        }
+        out
+    }
+
+    /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
+    pub(crate) fn release(&self, own: &OwnSk) {
+        let native = self.native();
+        native.detach(&self.hooks);
+        self.native.store(ptr::null_mut(), Ordering::Release);
+        native.release();
+        if let Some(old) = Native::from_ptr(self.retired.swap(ptr::null_mut(), Ordering::AcqRel)) {
+            old.release();
+        }
+        own.set_state(bindings::TCP_CLOSE);
+    }
+}

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * af_sci C shim: static inline functions, macros and C-only statics that Linux 6.12's
+ * Rust bindings lack.  No logic lives here; see shim.h.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <net/sock.h>
+#include "shim.h"
+
+static int family = AF_SCI_DEFAULT;
+module_param(family, int, 0444);
+MODULE_PARM_DESC(family, "Address family number to register (default 27)");
+
+int sci_family_param(void)
+{
+	return family;
+}
+
+static struct proto sci_proto = {
+	.name		= "AF_SCI",
+	.owner		= THIS_MODULE,
+};
+
+int sci_proto_register(unsigned int obj_size)
+{
+	sci_proto.obj_size = obj_size;
+	return proto_register(&sci_proto, 0);
+}
+
+void sci_proto_unregister(void)
+{
+	proto_unregister(&sci_proto);
+}
+
+struct sock *sci_sk_alloc(struct net *net, int family, int kern)
+{
+	return sk_alloc(net, family, GFP_KERNEL, &sci_proto, kern);
+}
+
+void sci_lock_sock(struct sock *sk) { lock_sock(sk); }
+void sci_sock_hold(struct sock *sk) { sock_hold(sk); }
+void sci_sock_put(struct sock *sk) { sock_put(sk); }
+void sci_sock_orphan(struct sock *sk) { sock_orphan(sk); }
+void sci_sock_graft(struct sock *sk, struct socket *parent) { sock_graft(sk, parent); }
+int sci_sock_error(struct sock *sk) { return sock_error(sk); }
+
+void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait)
+{
+	sock_poll_wait(file, sock, wait);
+}
+
+void sci_set_custom_sockopt(struct socket *sock)
+{
+	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+}
+
+/* A kernel user (NBD) sets these on the AF_SCI socket; the native socket must obey them. */
+void sci_copy_alloc_flags(struct sock *to, const struct sock *from)
+{
+	gfp_t gfp = READ_ONCE(from->sk_allocation);
+
+	if (READ_ONCE(to->sk_allocation) != gfp)
+		WRITE_ONCE(to->sk_allocation, gfp);
+	if (to->sk_use_task_frag != from->sk_use_task_frag)
+		to->sk_use_task_frag = from->sk_use_task_frag;
+	if (sock_flag(from, SOCK_MEMALLOC) && !sock_flag(to, SOCK_MEMALLOC))
+		sk_set_memalloc(to);
+}
+
+struct net *sci_sock_net(const struct sock *sk)
+{
+	return sock_net(sk);
+}
+
+int sci_copy_from_sockptr(void *dst, sockptr_t src, size_t size)
+{
+	return copy_from_sockptr(dst, src, size) ? -EFAULT : 0;
+}
+
+sockptr_t sci_kernel_sockptr(void *p)
+{
+	return KERNEL_SOCKPTR(p);
+}
+
+void sci_callback_write_lock(struct sock *sk) { write_lock_bh(&sk->sk_callback_lock); }
+void sci_callback_write_unlock(struct sock *sk) { write_unlock_bh(&sk->sk_callback_lock); }
+void sci_callback_read_lock(struct sock *sk) { read_lock_bh(&sk->sk_callback_lock); }
+void sci_callback_read_unlock(struct sock *sk) { read_unlock_bh(&sk->sk_callback_lock); }
+
+void sci_set_user_data(struct sock *sk, void *data)
+{
+	__rcu_assign_sk_user_data_with_flags(sk, data, SK_USER_DATA_NOCOPY);
+}
+
+void *sci_user_data(struct sock *sk)
+{
+	return __rcu_dereference_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+}
+
+static void sci_wake(struct sock *sk, __poll_t key, int async_how, int async_band)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq)) {
+		if (key)
+			wake_up_interruptible_sync_poll(&wq->wait, key);
+		else
+			wake_up_interruptible_all(&wq->wait);
+	}
+	if (async_band)
+		sk_wake_async_rcu(sk, async_how, async_band);
+	rcu_read_unlock();
+}
+
+void sci_wake_readable(struct sock *sk)
+{
+	sci_wake(sk, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND, SOCK_WAKE_WAITD, POLL_IN);
+}
+
+void sci_wake_writable(struct sock *sk)
+{
+	sci_wake(sk, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND, SOCK_WAKE_SPACE, POLL_OUT);
+}
+
+void sci_wake_state(struct sock *sk)
+{
+	sci_wake(sk, 0, 0, 0);
+}
+
+void sci_wake_error(struct sock *sk)
+{
+	sci_wake(sk, EPOLLERR, SOCK_WAKE_IO, POLL_ERR);
+}

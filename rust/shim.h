@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * af_sci C shim: what Linux 6.12's Rust bindings lack.
+ *
+ * Only static inline functions, macros and C-only statics live here (struct proto,
+ * lock_sock, sock_poll_wait, the sk_callback_lock, the module parameter).  Kbuild runs
+ * bindgen over this header, so the Rust side sees exactly these declarations and every
+ * kernel type they pull in, checked on every build.
+ */
+#ifndef AF_SCI_SHIM_H
+#define AF_SCI_SHIM_H
+
+#include <linux/net.h>
+#include <linux/poll.h>
+#include <linux/socket.h>
+#include <linux/sockptr.h>
+#include <linux/uio.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/tcp.h>
+#include <net/sock.h>
+#include <net/tcp_states.h>
+#include "../uapi/linux/af_sci.h"
+
+/* Module parameter "family" (default AF_SCI_DEFAULT). */
+int sci_family_param(void);
+
+/* Our struct proto: obj_size is the Rust socket's size, known only at load time. */
+int sci_proto_register(unsigned int obj_size);
+void sci_proto_unregister(void);
+struct sock *sci_sk_alloc(struct net *net, int family, int kern);
+
+/* Static inlines and macros of net/sock.h. */
+void sci_lock_sock(struct sock *sk);
+void sci_sock_hold(struct sock *sk);
+void sci_sock_put(struct sock *sk);
+void sci_sock_orphan(struct sock *sk);
+void sci_sock_graft(struct sock *sk, struct socket *parent);
+int sci_sock_error(struct sock *sk);
+void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
+void sci_set_custom_sockopt(struct socket *sock);
+void sci_copy_alloc_flags(struct sock *to, const struct sock *from);
+struct net *sci_sock_net(const struct sock *sk);
+int sci_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
+sockptr_t sci_kernel_sockptr(void *p);
+
+/* The native socket's callbacks are forwarded under its sk_callback_lock. */
+void sci_callback_write_lock(struct sock *sk);
+void sci_callback_write_unlock(struct sock *sk);
+void sci_callback_read_lock(struct sock *sk);
+void sci_callback_read_unlock(struct sock *sk);
+/* sk_user_data with SK_USER_DATA_NOCOPY, so accepted children never inherit it. */
+void sci_set_user_data(struct sock *sk, void *data);
+void *sci_user_data(struct sock *sk);
+
+/*
+ * Wake whoever waits on sk (poll, epoll, blocking calls, SIGIO) with the poll key the
+ * kernel's default callbacks use, so edge-triggered epoll sees what it would see on TCP.
+ */
+void sci_wake_readable(struct sock *sk);	/* as sock_def_readable */
+void sci_wake_writable(struct sock *sk);	/* as sk_stream_write_space */
+void sci_wake_state(struct sock *sk);		/* as sock_def_wakeup */
+void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
+
+#endif /* AF_SCI_SHIM_H */

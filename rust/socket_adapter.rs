@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `AF_SCI` family and its `proto_ops`, adapted to [`SciSock`].
+//!
+//! As `rust/kernel/net/phy.rs` adapts a C ops table to a Rust trait, this file turns the
+//! socket layer's raw calls into calls on the safe [`SciSock`] with typed arguments, and
+//! owns the only raw accesses to our own `struct sock`.
+
+use crate::bindings;
+use crate::native::{File, Msg, OptVal, PollTable, SockAddr};
+use crate::sci_sock::SciSock;
+use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use kernel::error::{to_result, Result};
+use kernel::prelude::*;
+
+/// Our `struct sock`: the kernel's, followed by the Rust state (`proto.obj_size`).
+#[repr(C)]
+struct SciSockObj {
+    sk: bindings::sock,
+    state: SciSock,
+}
+
+/// The family number in use, for `sk_alloc`.
+static FAMILY: AtomicI32 = AtomicI32::new(0);
+/// Our `proto_ops`, installed on every `AF_SCI` socket.
+static OPS: AtomicPtr<bindings::proto_ops> = AtomicPtr::new(ptr::null_mut());
+
+/// A safe view of an `AF_SCI` socket's own `struct sock`.
+pub(crate) struct OwnSk(NonNull<bindings::sock>);
+
+impl OwnSk {
+    /// The raw pointer, for the native socket's wake-up forwarding.
+    pub(crate) fn as_ptr(&self) -> *mut bindings::sock {
+        self.0.as_ptr()
+    }
+
+    /// The network namespace the socket lives in.
+    pub(crate) fn net(&self) -> *mut bindings::net {
+        // SAFETY: our sk is live while any of its ops runs.
+        unsafe { bindings::sci_sock_net(self.as_ptr()) }
+    }
+
+    /// The pending error as a positive errno, or 0, without consuming it.
+    pub(crate) fn error(&self) -> c_int {
+        // SAFETY: live sk; a racy int read, as `sock_error` does.
+        unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_err)) }
+    }
+
+    /// Consumes the pending error (as `SO_ERROR` does), as a positive errno or 0.
+    pub(crate) fn take_error(&self) -> c_int {
+        // SAFETY: live sk; `sock_error` exchanges `sk_err` with 0.
+        -unsafe { bindings::sci_sock_error(self.as_ptr()) }
+    }
+
+    /// Sets the TCP state reported to `SO_ACCEPTCONN` and `SCI_INFO`.
+    pub(crate) fn set_state(&self, state: u32) {
+        // SAFETY: live sk; a byte store.
+        unsafe { ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).__sk_common.skc_state), state as u8) }
+    }
+
+    /// The TCP state last mirrored from the native socket.
+    pub(crate) fn state(&self) -> u32 {
+        // SAFETY: live sk; a byte read.
+        u32::from(unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).__sk_common.skc_state)) })
+    }
+
+    /// Mirrors the native buffer sizes, which `SO_SNDBUF`/`SO_RCVBUF` read from here.
+    pub(crate) fn set_buffer_sizes(&self, (snd, rcv): (c_int, c_int)) {
+        // SAFETY: live sk; plain int stores, as `sk_setsockopt` does.
+        unsafe {
+            (*self.as_ptr()).sk_sndbuf = snd;
+            (*self.as_ptr()).sk_rcvbuf = rcv;
+        }
+    }
+
+    /// Applies a `SOL_SOCKET` option to our own sk, where `getsockopt` reads it.
+    pub(crate) fn set_socket_option(&self, optname: c_int, val: OptVal, len: c_uint) -> Result {
+        // SAFETY: live sk with its socket (ops run on an attached socket).
+        to_result(unsafe {
+            bindings::sock_setsockopt(
+                (*self.as_ptr()).sk_socket,
+                bindings::SOL_SOCKET as c_int,
+                optname,
+                val,
+                len,
+            )
+        })
+    }
+}
+
+/// # Safety
+///
+/// `sk` is a live `AF_SCI` sk (allocated by [`new_sk`]).
+unsafe fn state_of<'a>(sk: *mut bindings::sock) -> &'a SciSock {
+    // SAFETY: every AF_SCI sk is a `SciSockObj` whose state was initialised in `new_sk`.
+    unsafe { &(*sk.cast::<SciSockObj>()).state }
+}
+
+/// # Safety
+///
+/// `sock` is an `AF_SCI` socket whose `sk` is attached (every op but a late release).
+unsafe fn parts<'a>(sock: *mut bindings::socket) -> (OwnSk, &'a SciSock) {
+    // SAFETY: see the function's contract.
+    unsafe {
+        let sk = (*sock).sk;
+        (OwnSk(NonNull::new_unchecked(sk)), state_of(sk))
+    }
+}
+
+/// Allocates our sk for `sock` and initialises its Rust state.
+///
+/// # Safety
+///
+/// `sock` is a socket being created or accepted, without an sk yet.
+unsafe fn new_sk(net: *mut bindings::net, sock: *mut bindings::socket, kern: bool) -> Result<OwnSk> {
+    // SAFETY: `sk_alloc` gives a zeroed object of `proto.obj_size` = size of `SciSockObj`;
+    // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
+    // op can run, and dropped only in `destruct`.
+    unsafe {
+        let sk = bindings::sci_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
+        let sk = NonNull::new(sk).ok_or(ENOMEM)?;
+        bindings::sock_init_data(sock, sk.as_ptr());
+        (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_TCP as u16;
+        (*sk.as_ptr()).sk_destruct = Some(destruct);
+        (*sock).ops = OPS.load(Ordering::Relaxed);
+        bindings::sci_set_custom_sockopt(sock);
+        let slot = ptr::addr_of_mut!((*sk.as_ptr().cast::<SciSockObj>()).state);
+        match SciSock::new(kern).__pinned_init(slot) {
+            Ok(()) => Ok(OwnSk(sk)),
+            Err(never) => match never {},
+        }
+    }
+}
+
+unsafe extern "C" fn destruct(sk: *mut bindings::sock) {
+    // SAFETY: the last reference to our sk is gone; its state was initialised in `new_sk`.
+    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*sk.cast::<SciSockObj>()).state)) }
+}
+
+/// Frees a socket's sk after a failed create or accept.
+///
+/// # Safety
+///
+/// `sock` holds a fresh sk from [`new_sk`] that nothing else references.
+unsafe fn drop_sk(sock: *mut bindings::socket, own: OwnSk) {
+    // SAFETY: see the function's contract; the put frees it through `destruct`.
+    unsafe {
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(own.as_ptr());
+    }
+}
+
+fn errno_of(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+fn count_of(r: Result<c_int>) -> c_int {
+    r.unwrap_or_else(|e| e.to_errno())
+}
+
+unsafe extern "C" fn create(
+    net: *mut bindings::net,
+    sock: *mut bindings::socket,
+    protocol: c_int,
+    kern: c_int,
+) -> c_int {
+    // SAFETY: the socket layer passes a new socket without sk.
+    let ty = unsafe { (*sock).type_ } as u32;
+    if ty != bindings::sock_type_SOCK_STREAM {
+        return -(bindings::ESOCKTNOSUPPORT as c_int);
+    }
+    if protocol != 0 && protocol != bindings::IPPROTO_TCP as c_int {
+        return -(bindings::EPROTONOSUPPORT as c_int);
+    }
+    // SAFETY: as above.
+    let own = match unsafe { new_sk(net, sock, kern != 0) } {
+        Ok(own) => own,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: `own` was just initialised.
+    let state = unsafe { state_of(own.as_ptr()) };
+    match state.init_native(&own) {
+        Ok(()) => 0,
+        Err(e) => {
+            // SAFETY: nothing else knows the new sk yet.
+            unsafe { drop_sk(sock, own) };
+            e.to_errno()
+        }
+    }
+}
+
+unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
+    // SAFETY: release runs once, with no other op in flight on this socket.
+    unsafe {
+        let sk = (*sock).sk;
+        if sk.is_null() {
+            return 0;
+        }
+        let own = OwnSk(NonNull::new_unchecked(sk));
+        state_of(sk).release(&own);
+        bindings::sci_lock_sock(sk);
+        bindings::sci_sock_orphan(sk);
+        (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
+        bindings::release_sock(sk);
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(sk);
+    }
+    0
+}
+
+unsafe extern "C" fn bind(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, len: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.bind(&own, SockAddr::new(addr, len)))
+}
+
+unsafe extern "C" fn connect(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    len: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.connect(&own, SockAddr::new(addr, len), flags))
+}
+
+unsafe extern "C" fn accept(
+    sock: *mut bindings::socket,
+    newsock: *mut bindings::socket,
+    arg: *mut bindings::proto_accept_arg,
+) -> c_int {
+    // SAFETY: an op on an attached listener; `newsock` is the caller's new socket and `arg`
+    // its accept arguments.
+    unsafe {
+        let (own, state) = parts(sock);
+        let native = match state.accept(&own, (*arg).flags) {
+            Ok(native) => native,
+            Err(e) => return e.to_errno(),
+        };
+        let new_own = match new_sk(own.net(), newsock, (*arg).kern) {
+            Ok(new_own) => new_own,
+            Err(e) => {
+                native.release();
+                return e.to_errno();
+            }
+        };
+        (*newsock).state = bindings::socket_state_SS_CONNECTED;
+        state_of(new_own.as_ptr()).adopt(&new_own, native, state);
+    }
+    0
+}
+
+unsafe extern "C" fn getname(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, peer: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    count_of(state.native().getname(addr, peer))
+}
+
+unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTable) -> c_uint {
+    // SAFETY: an op on an attached socket; waiters wait on our own socket's queue, which
+    // the native socket's forwarded callbacks wake.
+    unsafe {
+        bindings::sci_sock_poll_wait(file, sock, wait);
+        let (own, state) = parts(sock);
+        state.poll(&own, file)
+    }
+}
+
+unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulong) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    count_of(state.native().ioctl(cmd, arg))
+}
+
+unsafe extern "C" fn gettstamp(sock: *mut bindings::socket, stamp: *mut c_void, timeval: bool, time32: bool) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    count_of(state.native().gettstamp(stamp, timeval, time32))
+}
+
+unsafe extern "C" fn listen(sock: *mut bindings::socket, backlog: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.listen(&own, backlog))
+}
+
+unsafe extern "C" fn shutdown(sock: *mut bindings::socket, how: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.shutdown(&own, how))
+}
+
+unsafe extern "C" fn setsockopt(
+    sock: *mut bindings::socket,
+    level: c_int,
+    optname: c_int,
+    val: OptVal,
+    len: c_uint,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.setsockopt(&own, level, optname, val, len))
+}
+
+unsafe extern "C" fn getsockopt(
+    sock: *mut bindings::socket,
+    level: c_int,
+    optname: c_int,
+    val: *mut u8,
+    len: *mut c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket; `val`/`len` are user pointers.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.getsockopt(&own, level, optname, val, len))
+}
+
+unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    count_of(state.sendmsg(&own, msg, len))
+}
+
+unsafe extern "C" fn recvmsg(sock: *mut bindings::socket, msg: Msg, len: usize, flags: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    count_of(state.recvmsg(&own, msg, len, flags))
+}
+
+unsafe extern "C" fn splice_read(
+    sock: *mut bindings::socket,
+    ppos: *mut bindings::loff_t,
+    pipe: *mut bindings::pipe_inode_info,
+    len: usize,
+    flags: c_uint,
+) -> isize {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    state.native().splice_read(ppos, pipe, len, flags).unwrap_or_else(|e| e.to_errno() as isize)
+}
+
+unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    state.native().splice_eof();
+}
+
+/// The registered `AF_SCI` family: our `proto`, `proto_ops` and `net_proto_family`.
+pub(crate) struct Family {
+    ops: bindings::proto_ops,
+    family: bindings::net_proto_family,
+}
+
+impl Family {
+    /// The number requested by the `family` module parameter.
+    pub(crate) fn requested_number() -> c_int {
+        // SAFETY: reads a module parameter.
+        unsafe { bindings::sci_family_param() }
+    }
+
+    /// Registers family `number`; unregistered on drop.
+    pub(crate) fn register(number: c_int, module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
+        if number <= 0 || number >= bindings::NPROTO as c_int {
+            pr_err!("af_sci: family={} is out of range (1..{})\n", number, bindings::NPROTO);
+            return Err(EINVAL);
+        }
+        let owner = module.as_ptr().cast::<bindings::module>();
+        let this = KBox::pin(
+            Self {
+                ops: bindings::proto_ops {
+                    family: number,
+                    owner,
+                    release: Some(release),
+                    bind: Some(bind),
+                    connect: Some(connect),
+                    socketpair: Some(bindings::sock_no_socketpair),
+                    accept: Some(accept),
+                    getname: Some(getname),
+                    poll: Some(poll),
+                    ioctl: Some(ioctl),
+                    gettstamp: Some(gettstamp),
+                    listen: Some(listen),
+                    shutdown: Some(shutdown),
+                    setsockopt: Some(setsockopt),
+                    getsockopt: Some(getsockopt),
+                    sendmsg: Some(sendmsg),
+                    recvmsg: Some(recvmsg),
+                    mmap: Some(bindings::sock_no_mmap),
+                    splice_read: Some(splice_read),
+                    splice_eof: Some(splice_eof),
+                    set_peek_off: Some(bindings::sk_set_peek_off),
+                    ..Default::default()
+                },
+                family: bindings::net_proto_family { family: number, create: Some(create), owner },
+            },
+            GFP_KERNEL,
+        )?;
+        FAMILY.store(number, Ordering::Relaxed);
+        OPS.store(ptr::from_ref(&this.ops).cast_mut(), Ordering::Relaxed);
+        // SAFETY: registers our static proto (obj_size = our sk object).
+        to_result(unsafe { bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint) })?;
+        // SAFETY: `this` is pinned and outlives the registration (dropped after unregister).
+        let ret = unsafe { bindings::sock_register(&this.family) };
+        if ret != 0 {
+            // SAFETY: registered just above.
+            unsafe { bindings::sci_proto_unregister() };
+            if ret == -(bindings::EEXIST as c_int) {
+                pr_err!(
+                    "af_sci: address family {} is already registered by another protocol; load with family=<free number>\n",
+                    number
+                );
+            }
+            return Err(kernel::error::Error::from_errno(ret));
+        }
+        Ok(this)
+    }
+}
+
+impl Family {
+    /// The registered family number.
+    pub(crate) fn number(&self) -> c_int {
+        self.family.family
+    }
+}
+
+impl Drop for Family {
+    fn drop(&mut self) {
+        // SAFETY: registered in `register`; `sock_unregister` waits for running creates.
+        // No AF_SCI socket is left: each holds a module reference.
+        unsafe {
+            bindings::sock_unregister(self.family.family);
+            bindings::sci_proto_unregister();
+        }
+    }
+}
+
+/// Builds an option value in kernel memory, for replaying a recorded option.
+pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
+    // SAFETY: builds a tagged pointer; the buffer outlives the call it is passed to.
+    unsafe { bindings::sci_kernel_sockptr(buf.as_mut_ptr().cast()) }
+}
+
+/// Copies `dst.len()` bytes of an option value (user or kernel memory).
+pub(crate) fn copy_optval(dst: &mut [u8], src: OptVal) -> Result {
+    // SAFETY: `dst` is a valid buffer of its length; `src` is checked by copy_from_sockptr.
+    to_result(unsafe { bindings::sci_copy_from_sockptr(dst.as_mut_ptr().cast(), src, dst.len()) })
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install everything af_sci needs, idempotently: a second run only checks (seconds).
+set -euo pipefail
+
+BINDGEN_VERSION=0.69.5   # >= 0.65.1 (Linux 6.12's minimum); pinned for reproducible bindings
+
+packages=(
+	linux-source-6.12 clang lld llvm libclang-dev flex bison bc libelf-dev libssl-dev
+	busybox-static cpio kmod xz-utils make gcc libc6-dev
+	qemu-system-x86 iproute2 python3 curl sockperf nbd-server nbd-client
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}" >&2
+	sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+	"${sudo_cmd[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+	echo "deps: rustup component add rust-src" >&2
+	rustup component add rust-src >&2
+fi
+
+if ! bindgen --version 2>/dev/null | grep -q " $BINDGEN_VERSION\$"; then
+	echo "deps: cargo install bindgen-cli $BINDGEN_VERSION" >&2
+	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION" >&2
+fi
