@@ -13,10 +13,18 @@
     unsafe_op_in_unsafe_fn,
     missing_docs,
     dead_code,
+    unknown_lints,
+    unnecessary_transmutes,
     clippy::all,
     clippy::pedantic,
     clippy::nursery,
     clippy::undocumented_unsafe_blocks
 )]
+
+// The kernel's `rust/bindgen_parameters` blocklists these so they map to Rust's own
+// pointer-sized integers, as in the kernel's `bindings` crate.
+pub type __kernel_size_t = usize;
+pub type __kernel_ssize_t = isize;
+pub type __kernel_ptrdiff_t = isize;
 
 include!("shim_bindings.rs");

@@ -9,7 +9,7 @@
 //! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
 
 use crate::bindings;
-use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use kernel::error::{to_result, Error, Result};
@@ -440,12 +440,12 @@ impl Native {
         &self,
         level: c_int,
         optname: c_int,
-        val: *mut u8,
+        val: *mut c_char,
         len: *mut c_int,
     ) -> Result {
         let f = self.ops().getsockopt.ok_or(errno(bindings::ENOPROTOOPT))?;
         // SAFETY: `val` and `len` are the caller's user pointers, used in its context.
-        to_result(unsafe { f(self.0.as_ptr(), level, optname, val.cast(), len) })
+        to_result(unsafe { f(self.0.as_ptr(), level, optname, val, len) })
     }
 
     /// `sendmsg(2)` and every kernel sender (`kernel_sendmsg`, splice): bytes sent.

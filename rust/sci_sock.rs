@@ -15,7 +15,7 @@
 use crate::bindings;
 use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
 use crate::socket_adapter::{copy_optval, kernel_optval, OwnSk};
-use core::ffi::{c_int, c_uint};
+use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
@@ -292,8 +292,10 @@ impl SciSock {
         }
         let mut opt = RecordedOption { level, name, len, val: [0; OPTION_VALUE_MAX] };
         copy_optval(&mut opt.val[..len], val)?;
-        config.options.retain(|o| o.level != level || o.name != name);
-        config.options.push(opt, GFP_KERNEL)?;
+        match config.options.iter_mut().find(|o| o.level == level && o.name == name) {
+            Some(old) => *old = opt,
+            None => config.options.push(opt, GFP_KERNEL)?,
+        }
         Ok(())
     }
 
@@ -301,10 +303,9 @@ impl SciSock {
     /// from our sk): `SOL_SCI` here, the rest from the native socket.
     pub(crate) fn getsockopt(
         &self,
-        own: &OwnSk,
         level: c_int,
         optname: c_int,
-        val: *mut u8,
+        val: *mut c_char,
         len: *mut c_int,
     ) -> Result {
         if level != bindings::SOL_SCI as c_int {
@@ -313,7 +314,7 @@ impl SciSock {
         if optname != bindings::SCI_INFO as c_int {
             return Err(errno(bindings::ENOPROTOOPT));
         }
-        let info = self.info(own);
+        let info = self.info();
         let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
         let user_len = len_reader.read::<c_int>()?;
         if user_len < 0 || (user_len as usize) < info.len() {
@@ -326,7 +327,7 @@ impl SciSock {
     }
 
     /// `struct sci_info` as bytes (four native-endian `__u32`).
-    fn info(&self, own: &OwnSk) -> [u8; 16] {
+    fn info(&self) -> [u8; 16] {
         let native = self.native();
         let fields = [
             bindings::sci_mode_SCI_MODE_NATIVE,

@@ -9,7 +9,7 @@
 use crate::bindings;
 use crate::native::{File, Msg, OptVal, PollTable, SockAddr};
 use crate::sci_sock::SciSock;
-use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::error::{to_result, Result};
@@ -58,12 +58,6 @@ impl OwnSk {
     pub(crate) fn set_state(&self, state: u32) {
         // SAFETY: live sk; a byte store.
         unsafe { ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).__sk_common.skc_state), state as u8) }
-    }
-
-    /// The TCP state last mirrored from the native socket.
-    pub(crate) fn state(&self) -> u32 {
-        // SAFETY: live sk; a byte read.
-        u32::from(unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).__sk_common.skc_state)) })
     }
 
     /// Mirrors the native buffer sizes, which `SO_SNDBUF`/`SO_RCVBUF` read from here.
@@ -312,12 +306,12 @@ unsafe extern "C" fn getsockopt(
     sock: *mut bindings::socket,
     level: c_int,
     optname: c_int,
-    val: *mut u8,
+    val: *mut c_char,
     len: *mut c_int,
 ) -> c_int {
     // SAFETY: an op on an attached socket; `val`/`len` are user pointers.
-    let (own, state) = unsafe { parts(sock) };
-    errno_of(state.getsockopt(&own, level, optname, val, len))
+    let (_, state) = unsafe { parts(sock) };
+    errno_of(state.getsockopt(level, optname, val, len))
 }
 
 unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) -> c_int {
@@ -355,6 +349,12 @@ pub(crate) struct Family {
     ops: bindings::proto_ops,
     family: bindings::net_proto_family,
 }
+
+// SAFETY: the tables are written once before registration and only read afterwards; the
+// raw pointers in them (module, functions) are valid for the module's lifetime.
+unsafe impl Send for Family {}
+// SAFETY: as above.
+unsafe impl Sync for Family {}
 
 impl Family {
     /// The number requested by the `family` module parameter.

@@ -1,0 +1,55 @@
+# af_sci: one entry point.
+#
+#   make run     build everything, boot a VM, load the module, run a demo under sci-run
+#   make test    host unit tests + the QEMU selftests; last line "N passed, N failed"
+#
+#   make deps    install what is missing (apt, rust-src, bindgen-cli); idempotent
+#   make kernel  build (or reuse) the cached guest kernel in ~/.cache/af_sci
+#   make module  af_sci.ko (KDIR=<any Rust-enabled kernel build> to use another kernel;
+#                CLIPPY=1 to lint)
+#   make tools   the Cargo workspace: libsci_preload.so, sci-run, ...
+#   make clean
+
+SHELL := /bin/bash
+TOP := $(CURDIR)
+BUILD := $(TOP)/build
+
+# KDIR given by the user: use it as is. Otherwise the cached kernel, built on demand.
+ifeq ($(origin KDIR),undefined)
+KDIR = $(shell $(TOP)/scripts/kernel.sh --dir)
+KERNEL_DEP := kernel
+else
+KERNEL_DEP :=
+endif
+
+.PHONY: all deps kernel module tools selftests test run clean clippy
+
+all: module tools selftests
+
+deps:
+	@$(TOP)/scripts/deps.sh
+
+kernel: deps
+	@$(TOP)/scripts/kernel.sh >/dev/null
+
+module: deps $(KERNEL_DEP)
+	$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 $(if $(CLIPPY),CLIPPY=1) modules
+
+tools: deps
+	cd $(TOP)/tools && cargo build --release --quiet
+
+selftests: deps
+	@mkdir -p $(BUILD)
+	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi \
+		-o $(BUILD)/sock_semantics $(TOP)/selftests/sock_semantics.c
+
+test: module tools selftests
+	@KDIR=$(KDIR) $(TOP)/selftests/run-tests
+
+run: module tools
+	@KDIR=$(KDIR) $(TOP)/selftests/demo
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean
+	rm -rf $(BUILD)
+	cd $(TOP)/tools && cargo clean
