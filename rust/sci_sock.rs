@@ -19,6 +19,8 @@ use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::fmt;
 use kernel::sync::Mutex;
 use kernel::uaccess::UserSlice;
 
@@ -340,6 +342,18 @@ impl SciSock {
             chunk.copy_from_slice(&v.to_ne_bytes());
         }
         out
+    }
+
+    /// The lines this socket adds to `/proc/PID/fdinfo/FD`, so an admin (and the tests) can
+    /// see that a program's socket really is `AF_SCI`, and how it carries its bytes.
+    pub(crate) fn fdinfo(&self) -> Result<CString> {
+        let native = self.native();
+        CString::try_from_fmt(fmt!(
+            "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
+            "native",
+            "no-fabric",
+            if native.family() == bindings::AF_INET6 as c_int { "inet6" } else { "inet" },
+        ))
     }
 
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).

@@ -12,6 +12,7 @@
 
 #include <linux/net.h>
 #include <linux/poll.h>
+#include <linux/seq_file.h>
 #include <linux/socket.h>
 #include <linux/sockptr.h>
 #include <linux/uio.h>

@@ -338,6 +338,16 @@ unsafe extern "C" fn splice_read(
     state.native().splice_read(ppos, pipe, len, flags).unwrap_or_else(|e| e.to_errno() as isize)
 }
 
+unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
+    // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
+    unsafe {
+        let (_, state) = parts(sock);
+        if let Ok(text) = state.fdinfo() {
+            bindings::__seq_puts(m, text.as_char_ptr().cast());
+        }
+    }
+}
+
 unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
@@ -394,6 +404,7 @@ impl Family {
                     splice_read: Some(splice_read),
                     splice_eof: Some(splice_eof),
                     set_peek_off: Some(bindings::sk_set_peek_off),
+                    show_fdinfo: Some(show_fdinfo),
                     ..Default::default()
                 },
                 family: bindings::net_proto_family { family: number, create: Some(create), owner },
