@@ -135,6 +135,11 @@ unsafe fn with_hooks(sk: *mut bindings::sock, f: impl FnOnce(&NativeHooks)) {
     }
 }
 
+/// Forwards `sk_data_ready` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
 unsafe extern "C" fn forward_data_ready(sk: *mut bindings::sock) {
     // SAFETY: called by the network stack with a live native socket; hooks only run
     // while installed.
@@ -148,6 +153,11 @@ unsafe extern "C" fn forward_data_ready(sk: *mut bindings::sock) {
     }
 }
 
+/// Forwards `sk_write_space` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
 unsafe extern "C" fn forward_write_space(sk: *mut bindings::sock) {
     // SAFETY: as in `forward_data_ready`.
     unsafe {
@@ -160,6 +170,11 @@ unsafe extern "C" fn forward_write_space(sk: *mut bindings::sock) {
     }
 }
 
+/// Forwards `sk_state_change` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
 unsafe extern "C" fn forward_state_change(sk: *mut bindings::sock) {
     // SAFETY: as in `forward_data_ready`; the owner is alive while the hooks are
     // installed, and mirroring `sk_state` keeps SO_ACCEPTCONN and SCI_INFO truthful.
@@ -175,6 +190,11 @@ unsafe extern "C" fn forward_state_change(sk: *mut bindings::sock) {
     }
 }
 
+/// Forwards `sk_error_report` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
 unsafe extern "C" fn forward_error_report(sk: *mut bindings::sock) {
     // SAFETY: as in `forward_data_ready`. The error is copied, not moved: a blocking call
     // on the native socket still reads it, and `SO_ERROR` (which reads the owner) sees it

@@ -128,6 +128,11 @@ unsafe fn new_sk(net: *mut bindings::net, sock: *mut bindings::socket, kern: boo
     }
 }
 
+/// `sk_destruct` of our sk: drops the Rust state.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn destruct(sk: *mut bindings::sock) {
     // SAFETY: the last reference to our sk is gone; its state was initialised in `new_sk`.
     unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*sk.cast::<SciSockObj>()).state)) }
@@ -157,6 +162,11 @@ fn count_of(r: Result<c_int>) -> c_int {
     r.unwrap_or_else(|e| e.to_errno())
 }
 
+/// `net_proto_family.create`: a new `AF_SCI` socket.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn create(
     net: *mut bindings::net,
     sock: *mut bindings::socket,
@@ -188,6 +198,11 @@ unsafe extern "C" fn create(
     }
 }
 
+/// `release` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
     // SAFETY: release runs once, with no other op in flight on this socket.
     unsafe {
@@ -207,12 +222,22 @@ unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
     0
 }
 
+/// `bind` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn bind(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, len: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     errno_of(state.bind(&own, SockAddr::new(addr, len)))
 }
 
+/// `connect` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn connect(
     sock: *mut bindings::socket,
     addr: *mut bindings::sockaddr,
@@ -224,6 +249,11 @@ unsafe extern "C" fn connect(
     errno_of(state.connect(&own, SockAddr::new(addr, len), flags))
 }
 
+/// `accept` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn accept(
     sock: *mut bindings::socket,
     newsock: *mut bindings::socket,
@@ -250,12 +280,22 @@ unsafe extern "C" fn accept(
     0
 }
 
+/// `getname` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn getname(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, peer: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
     count_of(state.native().getname(addr, peer))
 }
 
+/// `poll` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTable) -> c_uint {
     // SAFETY: an op on an attached socket; waiters wait on our own socket's queue, which
     // the native socket's forwarded callbacks wake.
@@ -266,30 +306,55 @@ unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTab
     }
 }
 
+/// `ioctl` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulong) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
     count_of(state.native().ioctl(cmd, arg))
 }
 
+/// `gettstamp` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn gettstamp(sock: *mut bindings::socket, stamp: *mut c_void, timeval: bool, time32: bool) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
     count_of(state.native().gettstamp(stamp, timeval, time32))
 }
 
+/// `listen` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn listen(sock: *mut bindings::socket, backlog: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     errno_of(state.listen(&own, backlog))
 }
 
+/// `shutdown` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn shutdown(sock: *mut bindings::socket, how: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     errno_of(state.shutdown(&own, how))
 }
 
+/// `setsockopt` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn setsockopt(
     sock: *mut bindings::socket,
     level: c_int,
@@ -302,6 +367,11 @@ unsafe extern "C" fn setsockopt(
     errno_of(state.setsockopt(&own, level, optname, val, len))
 }
 
+/// `getsockopt` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn getsockopt(
     sock: *mut bindings::socket,
     level: c_int,
@@ -314,18 +384,33 @@ unsafe extern "C" fn getsockopt(
     errno_of(state.getsockopt(level, optname, val, len))
 }
 
+/// `sendmsg` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     count_of(state.sendmsg(&own, msg, len))
 }
 
+/// `recvmsg` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn recvmsg(sock: *mut bindings::socket, msg: Msg, len: usize, flags: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     count_of(state.recvmsg(&own, msg, len, flags))
 }
 
+/// `splice_read` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn splice_read(
     sock: *mut bindings::socket,
     ppos: *mut bindings::loff_t,
@@ -338,6 +423,11 @@ unsafe extern "C" fn splice_read(
     state.native().splice_read(ppos, pipe, len, flags).unwrap_or_else(|e| e.to_errno() as isize)
 }
 
+/// `show_fdinfo` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
     // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
     unsafe {
@@ -348,6 +438,11 @@ unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings
     }
 }
 
+/// `splice_eof` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
