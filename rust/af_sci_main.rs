@@ -34,13 +34,13 @@ impl kernel::Module for AfSci {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let number = Family::requested_number();
         let family = Family::register(number, module)?;
-        pr_info!("af_sci: registered address family {} (TCP pass-through)\n", number);
+        pr_info!("registered address family {} (TCP pass-through)\n", number);
         Ok(AfSci { family })
     }
 }
 
 impl Drop for AfSci {
     fn drop(&mut self) {
-        pr_info!("af_sci: unregistering address family {}\n", self.family.number());
+        pr_info!("unregistering address family {}\n", self.family.number());
     }
 }

@@ -192,13 +192,6 @@ impl SciSock {
         let native = self.commit(own, Some(&addr))?;
         self.sync_error(own, &native);
         let r = native.connect(addr, flags);
-        // A pending error of an earlier non-blocking connect is what connect reports
-        // (`inet_stream_connect` does `sock_error`).
-        if r.is_err() && self.hooks.mirrored_error() != 0 && own.error() != 0 {
-            self.hooks.clear_mirrored_error();
-            native.take_error();
-            return Err(errno(own.take_error() as u32));
-        }
         self.consumed(own, r)
     }
 

@@ -471,7 +471,7 @@ impl Family {
     /// Registers family `number`; unregistered on drop.
     pub(crate) fn register(number: c_int, module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
         if number <= 0 || number >= bindings::NPROTO as c_int {
-            pr_err!("af_sci: family={} is out of range (1..{})\n", number, bindings::NPROTO);
+            pr_err!("family={} is out of range (1..{})\n", number, bindings::NPROTO);
             return Err(EINVAL);
         }
         let owner = module.as_ptr().cast::<bindings::module>();
@@ -517,7 +517,7 @@ impl Family {
             unsafe { bindings::sci_proto_unregister() };
             if ret == -(bindings::EEXIST as c_int) {
                 pr_err!(
-                    "af_sci: address family {} is already registered by another protocol; load with family=<free number>\n",
+                    "address family {} is already registered by another protocol; load with family=<free number>\n",
                     number
                 );
             }
