@@ -38,7 +38,8 @@ module: deps $(KERNEL_DEP)
 tools: deps
 	cd $(TOP)/tools && cargo build --release --quiet
 
-selftests: deps
+selftests: deps $(KERNEL_DEP)
+	$(MAKE) -C $(KDIR) M=$(TOP)/selftests/kmod LLVM=1 modules
 	@mkdir -p $(BUILD)
 	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi \
 		-o $(BUILD)/sock_semantics $(TOP)/selftests/sock_semantics.c
@@ -51,5 +52,6 @@ run: module tools
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean
+	-$(MAKE) -C $(KDIR) M=$(TOP)/selftests/kmod LLVM=1 clean
 	rm -rf $(BUILD)
 	cd $(TOP)/tools && cargo clean
