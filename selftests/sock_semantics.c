@@ -366,6 +366,9 @@ static int ut_listener(int af, uint16_t *port, int backlog)
 {
 	int fd = ut_socket(af);
 
+	/* Fixed ports: a rerun must not trip over TIME_WAIT left by the last run. */
+	if (*port)
+		setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
 	bind_lo(fd, af, *port);
 	SYS(listen(fd, backlog));
 	*port = local_port(fd);
@@ -1099,6 +1102,1667 @@ static void t_shutdown_rd(void)
 }
 
 /* ------------------------------------------------------------------------- */
+/* Tests: recv flags, non-blocking, timeouts                                  */
+
+static void t_msg_peek(void)
+{
+	char out[100], a[200], b[200];
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	fill_pattern(out, sizeof(out), 11);
+	write_all(c, out, sizeof(out));
+	wait_inq(s, 100);
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 100);
+	EXPECT_EQ(recv(s, a, 10, MSG_PEEK), 10);
+	EXPECT_EQ(inq(s), 100);
+	EXPECT_EQ(recv(s, b, sizeof(b), 0), 100);
+	CHECK(!memcmp(a, out, 10) && !memcmp(b, out, 100), "peeked/read bytes differ");
+	EXPECT_ERR(recv(s, a, sizeof(a), MSG_PEEK | MSG_DONTWAIT), EAGAIN);
+	/* Peek then partial read then peek again. */
+	write_all(c, out, sizeof(out));
+	wait_inq(s, 100);
+	EXPECT_EQ(recv(s, b, 30, 0), 30);
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 70);
+	CHECK(!memcmp(a, out + 30, 70), "peek after partial read differs");
+	EXPECT_EQ(recv(s, b, sizeof(b), 0), 70);
+	close(c);
+	close(s);
+}
+
+struct slow_sender {
+	int fd, pieces, size, delay_ms;
+	bool shut;
+};
+
+static void *slow_send(void *arg)
+{
+	struct slow_sender *ss = arg;
+	char *buf = malloc(ss->size);
+
+	for (int i = 0; i < ss->pieces; i++) {
+		fill_pattern(buf, ss->size, i);
+		msleep(ss->delay_ms);
+		if (send(ss->fd, buf, ss->size, MSG_NOSIGNAL) != ss->size)
+			break;
+	}
+	if (ss->shut)
+		shutdown(ss->fd, SHUT_WR);
+	free(buf);
+	return NULL;
+}
+
+static void t_msg_waitall(void)
+{
+	struct slow_sender snd = { .pieces = 4, .size = 1000, .delay_ms = 30 };
+	char buf[5000], want[1000];
+	pthread_t th;
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	snd.fd = c;
+	CHECK(!pthread_create(&th, NULL, slow_send, &snd), "pthread_create");
+	EXPECT_EQ(recv(s, buf, 4000, MSG_WAITALL), 4000);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 4; i++) {
+		fill_pattern(want, 1000, i);
+		CHECK(!memcmp(buf + i * 1000, want, 1000), "piece %d differs", i);
+	}
+	/* MSG_WAITALL stops short at EOF. */
+	snd.pieces = 1;
+	snd.size = 100;
+	snd.shut = true;
+	CHECK(!pthread_create(&th, NULL, slow_send, &snd), "pthread_create");
+	EXPECT_EQ(recv(s, buf, 1000, MSG_WAITALL), 100);
+	pthread_join(th, NULL);
+	EXPECT_EQ(recv(s, buf, 1000, MSG_WAITALL), 0);
+	close(c);
+	close(s);
+}
+
+static void t_msg_dontwait(void)
+{
+	int c, s;
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	CHECK(!(fcntl(s, F_GETFL) & O_NONBLOCK), "MSG_DONTWAIT changed the file flags");
+	EXPECT_EQ(send(c, "hi", 2, MSG_DONTWAIT), 2);
+	wait_inq(s, 2);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), MSG_DONTWAIT), 2);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(c);
+	close(s);
+}
+
+static void t_nonblock_recv_accept(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s, fd;
+	char buf[8];
+
+	set_nonblock(l, true);
+	EXPECT_ERR(accept(l, NULL, NULL), EAGAIN);
+	EXPECT_ERR(accept4(l, NULL, NULL, SOCK_NONBLOCK), EAGAIN);
+	c = ut_connect(AF_INET, port);
+	wait_for(l, POLLIN);
+	s = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(s >= 0, "accept4: %s", ename(errno));
+	check_sock(s, AF_INET, TCP_ESTABLISHED, AF_INET);
+	CHECK(fcntl(s, F_GETFL) & O_NONBLOCK, "accept4(SOCK_NONBLOCK): no O_NONBLOCK");
+	CHECK(fcntl(s, F_GETFD) & FD_CLOEXEC, "accept4(SOCK_CLOEXEC): no FD_CLOEXEC");
+	/* The accepted socket does not inherit the listener's O_NONBLOCK. */
+	fd = ut_connect(AF_INET, port);
+	wait_for(l, POLLIN);
+	{
+		int s2 = ut_accept(l, AF_INET);
+
+		CHECK(!(fcntl(s2, F_GETFL) & O_NONBLOCK), "accepted socket inherited O_NONBLOCK");
+		close(s2);
+	}
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), EAGAIN);
+	EXPECT_ERR(read(s, buf, sizeof(buf)), EAGAIN);
+	set_nonblock(c, true);
+	EXPECT_ERR(recv(c, buf, sizeof(buf), 0), EAGAIN);
+	write_all(c, "z", 1);
+	wait_for(s, POLLIN);
+	EXPECT_EQ(read(s, buf, sizeof(buf)), 1);
+	close(fd);
+	close(c);
+	close(s);
+	/* SOCK_NONBLOCK | SOCK_CLOEXEC at creation. */
+	fd = ut_socket_flags(AF_INET, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK, "socket(SOCK_NONBLOCK): no O_NONBLOCK");
+	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC, "socket(SOCK_CLOEXEC): no FD_CLOEXEC");
+	close(fd);
+	close(l);
+}
+
+static void set_timeo(int fd, int opt, long usec)
+{
+	struct timeval tv = { usec / 1000000, usec % 1000000 };
+
+	SYS(setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv)));
+}
+
+static long get_timeo(int fd, int opt)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+
+	SYS(getsockopt(fd, SOL_SOCKET, opt, &tv, &len));
+	EXPECT_EQ(len, sizeof(tv));
+	return tv.tv_sec * 1000000L + tv.tv_usec;
+}
+
+static void t_so_rcvtimeo(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s;
+	char buf[8];
+	double t0, dt;
+
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 0);
+	set_timeo(s, SO_RCVTIMEO, 300000);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 300000);
+	t0 = now();
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), EAGAIN);
+	dt = now() - t0;
+	CHECK(dt >= 0.28 && dt < 10, "recv timed out after %.3f s, expected 0.3 s", dt);
+	/* Data before the timeout is returned normally. */
+	write_all(c, "x", 1);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 1);
+	/* accept() honours SO_RCVTIMEO of the listener. */
+	set_timeo(l, SO_RCVTIMEO, 200000);
+	t0 = now();
+	EXPECT_ERR(accept(l, NULL, NULL), EAGAIN);
+	dt = now() - t0;
+	CHECK(dt >= 0.18 && dt < 10, "accept timed out after %.3f s, expected 0.2 s", dt);
+	/* Clearing it. */
+	set_timeo(s, SO_RCVTIMEO, 0);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 0);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void t_so_sndtimeo(void)
+{
+	static char buf[65536];
+	int c, s, i;
+	double t0 = 0, dt = 0;
+	ssize_t n = 0;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 0);
+	set_timeo(c, SO_SNDTIMEO, 1500000);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 1500000);
+	/* Multiples of 20 ms are exact in jiffies for HZ 100, 250, 300 and 1000. */
+	set_timeo(c, SO_SNDTIMEO, 200000);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 200000);
+	/* Small buffers so that the pipe fills quickly; the peer never reads. */
+	setint(c, SOL_SOCKET, SO_SNDBUF, 32768);
+	setint(s, SOL_SOCKET, SO_RCVBUF, 32768);
+	for (i = 0; i < 1000; i++) {
+		t0 = now();
+		n = send(c, buf, sizeof(buf), MSG_NOSIGNAL);
+		dt = now() - t0;
+		if (n < 0)
+			break;
+	}
+	CHECK(n < 0, "send never blocked (%d sends)", i);
+	CHECK(errno == EAGAIN, "blocked send failed with %s, expected EAGAIN", ename(errno));
+	CHECK(dt >= 0.18 && dt < 10, "send timed out after %.3f s, expected 0.2 s", dt);
+	close(c);
+	close(s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: peer close / reset, SIGPIPE                                         */
+
+/* Send single bytes until one fails; returns its errno. */
+static int send_until_error(int fd, int flags, int *sent)
+{
+	*sent = 0;
+	for (int i = 0; i < 1000; i++) {
+		if (send(fd, "x", 1, flags) < 0)
+			return errno;
+		++*sent;
+		msleep(2);
+	}
+	FAIL("send kept succeeding after the peer closed");
+}
+
+static void t_sigpipe_after_close(void)
+{
+	int c, s, e, sent;
+	char buf[4];
+
+	catch_sigpipe();
+	ut_pair(AF_INET, &c, &s);
+	SYS(close(s));
+	EXPECT_EQ(recv(c, buf, sizeof(buf), 0), 0);
+	/* The first write goes out (the peer answers with RST), later ones fail. */
+	e = send_until_error(c, 0, &sent);
+	CHECK(sent >= 1, "the first send after the peer's FIN failed (%s)", ename(e));
+	CHECK(e == EPIPE, "send failed with %s, expected EPIPE", ename(e));
+	EXPECT_EQ(g_sigpipes, 1);
+	EXPECT_ERR(send(c, "x", 1, 0), EPIPE);
+	EXPECT_EQ(g_sigpipes, 2);
+	EXPECT_ERR(write(c, "x", 1), EPIPE);
+	EXPECT_EQ(g_sigpipes, 3);
+	EXPECT_ERR(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
+	EXPECT_EQ(g_sigpipes, 3);
+	EXPECT_EQ(recv(c, buf, sizeof(buf), 0), 0);
+	close(c);
+}
+
+static void t_sigpipe_after_reset(void)
+{
+	int c, s, rev;
+	char buf[4];
+
+	catch_sigpipe();
+	ut_pair(AF_INET, &c, &s);
+	hard_close(s);
+	wait_for(c, POLLERR);
+	rev = poll1(c, ALLEV, 0);
+	CHECK(rev == (POLLIN | POLLRDNORM | POLLOUT | POLLWRNORM | POLLERR | POLLHUP | POLLRDHUP),
+	      "after peer reset: revents %s", pollnames(rev));
+	/* The pending error is reported first (no signal), then EPIPE with SIGPIPE. */
+	EXPECT_ERR(send(c, "x", 1, 0), ECONNRESET);
+	EXPECT_EQ(g_sigpipes, 0);
+	EXPECT_ERR(send(c, "x", 1, 0), EPIPE);
+	EXPECT_EQ(g_sigpipes, 1);
+	EXPECT_ERR(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
+	EXPECT_EQ(g_sigpipes, 1);
+	EXPECT_EQ(recv(c, buf, sizeof(buf), 0), 0);
+	close(c);
+}
+
+static void t_msg_nosignal(void)
+{
+	int c, s, e, sent;
+	char buf[4];
+
+	/* Default disposition: a SIGPIPE would kill the test. */
+	signal(SIGPIPE, SIG_DFL);
+	ut_pair(AF_INET, &c, &s);
+	SYS(close(s));
+	EXPECT_EQ(recv(c, buf, sizeof(buf), 0), 0);
+	e = send_until_error(c, MSG_NOSIGNAL, &sent);
+	CHECK(e == EPIPE, "send failed with %s, expected EPIPE", ename(e));
+	EXPECT_ERR(send(c, "x", 1, MSG_NOSIGNAL), EPIPE);
+	close(c);
+}
+
+static void t_fionread_siocoutq(void)
+{
+	static char buf[65536];
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s, v, i;
+	double end;
+
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	EXPECT_EQ(inq(s), 0);
+	EXPECT_EQ(outq(c), 0);
+	/* On a listener both are EINVAL. */
+	EXPECT_ERR(ioctl(l, FIONREAD, &v), EINVAL);
+	EXPECT_ERR(ioctl(l, SIOCOUTQ, &v), EINVAL);
+	write_all(c, buf, 1234);
+	wait_inq(s, 1234);
+	EXPECT_EQ(inq(s), 1234);
+	EXPECT_EQ(recv(s, buf, 234, 0), 234);
+	EXPECT_EQ(inq(s), 1000);
+	for (end = now() + 10; outq(c) != 0 && now() < end; msleep(1))
+		;
+	EXPECT_EQ(outq(c), 0);
+	/* Fill the path: unacknowledged data shows in SIOCOUTQ. */
+	setint(s, SOL_SOCKET, SO_RCVBUF, 32768);
+	set_nonblock(c, true);
+	for (i = 0; i < 10000 && send(c, buf, sizeof(buf), 0) > 0; i++)
+		;
+	CHECK(errno == EAGAIN, "filling: %s", ename(errno));
+	v = outq(c);
+	CHECK(v > 0, "SIOCOUTQ %d with a full pipe", v);
+	/* Drain everything: SIOCOUTQ returns to 0. */
+	set_nonblock(s, true);
+	for (end = now() + 10; now() < end;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+
+		if (n < 0 && errno != EAGAIN)
+			FAIL("drain: %s", ename(errno));
+		if (n < 0 && outq(c) == 0 && inq(s) == 0)
+			break;
+		if (n < 0)
+			poll1(s, POLLIN, 10);
+	}
+	EXPECT_EQ(outq(c), 0);
+	EXPECT_EQ(inq(s), 0);
+	/* FIN does not count in FIONREAD. */
+	set_nonblock(c, false);
+	write_all(c, "12345", 5);
+	SYS(shutdown(c, SHUT_WR));
+	wait_for(s, POLLRDHUP);
+	EXPECT_EQ(inq(s), 5);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void t_peer_close_eof(void)
+{
+	char out[100], in[200];
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	fill_pattern(out, sizeof(out), 5);
+	write_all(c, out, sizeof(out));
+	SYS(close(c));
+	read_exact(s, in, sizeof(out));
+	CHECK(!memcmp(in, out, sizeof(out)), "data mismatch");
+	EXPECT_EQ(recv(s, in, sizeof(in), 0), 0);
+	EXPECT_EQ(recv(s, in, sizeof(in), 0), 0);
+	EXPECT_EQ(read(s, in, sizeof(in)), 0);
+	close(s);
+}
+
+static void t_peer_reset(void)
+{
+	int c, s;
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	hard_close(c);
+	wait_for(s, POLLERR);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), ECONNRESET);
+	/* The error is reported once; then the socket reads as closed. */
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_ERROR), 0);
+	close(s);
+	/* SO_ERROR reports (and clears) the reset too. */
+	ut_pair(AF_INET, &c, &s);
+	hard_close(c);
+	wait_for(s, POLLERR);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_ERROR), ECONNRESET);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_ERROR), 0);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 0);
+	close(s);
+}
+
+static void t_close_unread_rst(void)
+{
+	int c, s;
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	write_all(c, "unread data", 11);
+	wait_inq(s, 11);
+	SYS(close(s));		/* unread data: RST instead of FIN */
+	wait_for(c, POLLERR);
+	EXPECT_ERR(recv(c, buf, sizeof(buf), 0), ECONNRESET);
+	EXPECT_EQ(recv(c, buf, sizeof(buf), 0), 0);
+	close(c);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: addresses                                                           */
+
+static void get_name(int fd, bool peer, struct sockaddr_storage *ss, int af)
+{
+	socklen_t len = sizeof(*ss);
+	socklen_t want = af == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+	memset(ss, 0xa5, sizeof(*ss));
+	if ((peer ? getpeername : getsockname)(fd, (struct sockaddr *)ss, &len) < 0)
+		FAIL("%s: %s", peer ? "getpeername" : "getsockname", ename(errno));
+	CHECK(len == want, "%s: addrlen %u, expected %u", peer ? "getpeername" : "getsockname",
+	      len, want);
+	CHECK(ss->ss_family == af, "%s: family %d, expected %d",
+	      peer ? "getpeername" : "getsockname", ss->ss_family, af);
+}
+
+static void check_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		CHECK(sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK), "not 127.0.0.1: %s", ss_str(ss));
+		for (size_t i = 0; i < sizeof(sin->sin_zero); i++)
+			CHECK(sin->sin_zero[i] == 0, "sin_zero not zeroed: %s", ss_str(ss));
+	} else {
+		const struct sockaddr_in6 *sin6 = (const void *)ss;
+
+		CHECK(!memcmp(&sin6->sin6_addr, &in6addr_loopback, 16), "not ::1: %s", ss_str(ss));
+		CHECK(sin6->sin6_flowinfo == 0 && sin6->sin6_scope_id == 0,
+		      "flowinfo %u scope_id %u", sin6->sin6_flowinfo, sin6->sin6_scope_id);
+	}
+}
+
+static void names_test(int af)
+{
+	struct sockaddr_storage ln, cn, cp, sn, sp;
+	socklen_t len = sizeof(ln);
+	uint16_t port = 0;
+	int l = ut_listener(af, &port, 16), c, s;
+
+	get_name(l, false, &ln, af);
+	check_loopback(&ln);
+	EXPECT_EQ(ss_port(&ln), port);
+	CHECK(port != 0, "listener port 0");
+	EXPECT_ERR(getpeername(l, (struct sockaddr *)&sp, &len), ENOTCONN);
+	c = ut_connect(af, port);
+	s = ut_accept(l, af);
+	get_name(c, false, &cn, af);
+	get_name(c, true, &cp, af);
+	get_name(s, false, &sn, af);
+	get_name(s, true, &sp, af);
+	check_loopback(&cn);
+	check_loopback(&cp);
+	check_loopback(&sn);
+	check_loopback(&sp);
+	EXPECT_EQ(ss_port(&cp), port);
+	EXPECT_EQ(ss_port(&sn), port);
+	EXPECT_EQ(ss_port(&sp), ss_port(&cn));
+	CHECK(ss_port(&cn) != 0 && ss_port(&cn) != port, "client port %u", ss_port(&cn));
+	/* accept() fills in the peer address too. */
+	{
+		int c2 = ut_connect(af, port), s2;
+		struct sockaddr_storage a, c2n;
+
+		len = sizeof(a);
+		memset(&a, 0xa5, sizeof(a));
+		s2 = accept(l, (struct sockaddr *)&a, &len);
+		CHECK(s2 >= 0, "accept: %s", ename(errno));
+		check_sock(s2, af, -1, af);
+		EXPECT_EQ(len, af == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+		get_name(c2, false, &c2n, af);
+		CHECK(!memcmp(&a, &c2n, len), "accept address %s != client name %s", ss_str(&a),
+		      ss_str(&c2n));
+		close(c2);
+		close(s2);
+	}
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void t_names_v4(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int fd = ut_socket(AF_INET);
+
+	/* Unbound, unconnected: 0.0.0.0:0, no peer. */
+	get_name(fd, false, &ss, AF_INET);
+	CHECK(((struct sockaddr_in *)&ss)->sin_addr.s_addr == 0 && ss_port(&ss) == 0,
+	      "fresh socket name %s", ss_str(&ss));
+	EXPECT_ERR(getpeername(fd, (struct sockaddr *)&ss, &len), ENOTCONN);
+	close(fd);
+	names_test(AF_INET);
+}
+
+static void t_names_v6(void)
+{
+	names_test(AF_INET6);
+}
+
+static void truncated_test(int af)
+{
+	struct sockaddr_storage full, ss;
+	const socklen_t want = af == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	socklen_t len;
+	int c, s, k;
+
+	ut_pair(af, &c, &s);
+	for (k = 0; k < 2; k++) {
+		int (*fn)(int, struct sockaddr *, socklen_t *) = k ? getpeername : getsockname;
+
+		len = sizeof(full);
+		SYS(fn(c, (struct sockaddr *)&full, &len));
+		/* Short buffer: truncated copy, full length returned. */
+		len = 4;
+		memset(&ss, 0xa5, sizeof(ss));
+		SYS(fn(c, (struct sockaddr *)&ss, &len));
+		EXPECT_EQ(len, want);
+		CHECK(!memcmp(&ss, &full, 4), "truncated copy differs");
+		CHECK(((unsigned char *)&ss)[4] == 0xa5, "wrote beyond the given length");
+		/* Zero length: nothing copied, full length returned. */
+		len = 0;
+		memset(&ss, 0xa5, sizeof(ss));
+		SYS(fn(c, (struct sockaddr *)&ss, &len));
+		EXPECT_EQ(len, want);
+		CHECK(((unsigned char *)&ss)[0] == 0xa5, "wrote with length 0");
+		/* Longer buffer: the real length. */
+		len = sizeof(ss);
+		SYS(fn(c, (struct sockaddr *)&ss, &len));
+		EXPECT_EQ(len, want);
+		/* Negative length. */
+		len = (socklen_t)-1;
+		EXPECT_ERR(fn(c, (struct sockaddr *)&ss, &len), EINVAL);
+	}
+	close(c);
+	close(s);
+}
+
+static void t_names_truncated(void)
+{
+	truncated_test(AF_INET);
+	truncated_test(AF_INET6);
+}
+
+static void t_v6_dualstack(void)
+{
+	struct sockaddr_in6 any = { .sin6_family = AF_INET6 }, a;
+	struct sockaddr_storage cn;
+	socklen_t len = sizeof(a);
+	static const unsigned char mapped[16] = { [10] = 0xff, [11] = 0xff, 127, 0, 0, 1 };
+	int l = ut_socket(AF_INET6), c, s, l2;
+	uint16_t port;
+
+	setint(l, IPPROTO_IPV6, IPV6_V6ONLY, 0);
+	EXPECT_EQ(getint(l, IPPROTO_IPV6, IPV6_V6ONLY), 0);
+	SYS(bind(l, (struct sockaddr *)&any, sizeof(any)));
+	SYS(listen(l, 16));
+	port = local_port(l);
+	check_sock(l, AF_INET6, TCP_LISTEN, AF_INET6);
+	c = ut_connect(AF_INET, port);
+	s = accept(l, (struct sockaddr *)&a, &len);
+	CHECK(s >= 0, "accept: %s", ename(errno));
+	check_sock(s, AF_INET6, TCP_ESTABLISHED, AF_INET6);
+	EXPECT_EQ(len, sizeof(struct sockaddr_in6));
+	EXPECT_EQ(a.sin6_family, AF_INET6);
+	CHECK(!memcmp(&a.sin6_addr, mapped, 16), "peer is not ::ffff:127.0.0.1: %s",
+	      ss_str((struct sockaddr_storage *)&a));
+	get_name(c, false, &cn, AF_INET);
+	EXPECT_EQ(ntohs(a.sin6_port), ss_port(&cn));
+	len = sizeof(a);
+	SYS(getsockname(s, (struct sockaddr *)&a, &len));
+	CHECK(len == sizeof(a) && !memcmp(&a.sin6_addr, mapped, 16) && ntohs(a.sin6_port) == port,
+	      "accepted socket name %s", ss_str((struct sockaddr_storage *)&a));
+	echo_check(c, s, 3000, 21);
+	close(c);
+	close(s);
+	close(l);
+	/* IPV6_V6ONLY=1: a v4 client finds nothing there. */
+	l2 = ut_socket(AF_INET6);
+	setint(l2, IPPROTO_IPV6, IPV6_V6ONLY, 1);
+	EXPECT_EQ(getint(l2, IPPROTO_IPV6, IPV6_V6ONLY), 1);
+	SYS(bind(l2, (struct sockaddr *)&any, sizeof(any)));
+	SYS(listen(l2, 16));
+	port = local_port(l2);
+	c = ut_socket(AF_INET);
+	{
+		struct sockaddr_storage ss;
+		socklen_t sl = mkaddr(AF_INET, port, &ss);
+
+		EXPECT_ERR(connect(c, (struct sockaddr *)&ss, sl), ECONNREFUSED);
+	}
+	close(c);
+	close(l2);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: options                                                             */
+
+static void t_sockopt_tcp(void)
+{
+	int fd = ut_socket(AF_INET), c, s, v;
+	socklen_t len;
+
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_NODELAY), 0);
+	setint(fd, IPPROTO_TCP, TCP_NODELAY, 1);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+	setint(fd, IPPROTO_TCP, TCP_NODELAY, 5);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_NODELAY), 1);
+	setint(fd, IPPROTO_TCP, TCP_NODELAY, 0);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_NODELAY), 0);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_CORK), 0);
+	setint(fd, IPPROTO_TCP, TCP_CORK, 1);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_CORK), 1);
+	setint(fd, IPPROTO_TCP, TCP_CORK, 0);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_CORK), 0);
+	/* TCP_MAXSEG: 536 (TCP_MSS_DEFAULT) before connecting, user value once set. */
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_MAXSEG), 536);
+	setint(fd, IPPROTO_TCP, TCP_MAXSEG, 1000);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_MAXSEG), 1000);
+	v = 10;
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, sizeof(v)), EINVAL);
+	/* A longer optlen is cut to sizeof(int). */
+	{
+		int big[2] = { -1, -1 };
+
+		len = sizeof(big);
+		SYS(getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, big, &len));
+		EXPECT_EQ(len, sizeof(int));
+		EXPECT_EQ(big[0], 1000);
+		EXPECT_EQ(big[1], -1);
+	}
+	close(fd);
+	/* On a connection: options work and data still flows when corked/uncorked. */
+	ut_pair(AF_INET, &c, &s);
+	setint(c, IPPROTO_TCP, TCP_NODELAY, 1);
+	EXPECT_EQ(getint(c, IPPROTO_TCP, TCP_NODELAY), 1);
+	v = getint(c, IPPROTO_TCP, TCP_MAXSEG);
+	CHECK(v >= 536 && v <= 65535, "TCP_MAXSEG on a connection: %d", v);
+	setint(c, IPPROTO_TCP, TCP_CORK, 1);
+	write_all(c, "cork", 4);
+	setint(c, IPPROTO_TCP, TCP_CORK, 0);	/* uncorking pushes the data */
+	{
+		char buf[4];
+
+		read_exact(s, buf, 4);
+	}
+	close(c);
+	close(s);
+}
+
+static void t_sockopt_tcp_info(void)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	memset(&ti, 0, sizeof(ti));
+	SYS(getsockopt(c, IPPROTO_TCP, TCP_INFO, &ti, &len));
+	CHECK(len > 0 && len <= sizeof(ti), "TCP_INFO len %u", len);
+	EXPECT_EQ(ti.tcpi_state, TCP_ESTABLISHED);
+	close(c);
+	close(s);
+}
+
+static int read_proc_int(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void t_sockopt_keepalive(void)
+{
+	int fd = ut_socket(AF_INET), v, d;
+
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+	setint(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_KEEPALIVE), 1);
+	setint(fd, SOL_SOCKET, SO_KEEPALIVE, 0);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+	/* Defaults come from the sysctls. */
+	if ((d = read_proc_int("/proc/sys/net/ipv4/tcp_keepalive_time")) > 0)
+		EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPIDLE), d);
+	if ((d = read_proc_int("/proc/sys/net/ipv4/tcp_keepalive_intvl")) > 0)
+		EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPINTVL), d);
+	if ((d = read_proc_int("/proc/sys/net/ipv4/tcp_keepalive_probes")) > 0)
+		EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPCNT), d);
+	setint(fd, IPPROTO_TCP, TCP_KEEPIDLE, 30);
+	setint(fd, IPPROTO_TCP, TCP_KEEPINTVL, 5);
+	setint(fd, IPPROTO_TCP, TCP_KEEPCNT, 4);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPIDLE), 30);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPINTVL), 5);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPCNT), 4);
+	v = 0;
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, sizeof(v)), EINVAL);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &v, sizeof(v)), EINVAL);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &v, sizeof(v)), EINVAL);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_KEEPIDLE), 30);
+	close(fd);
+	/* Also on an established connection. */
+	{
+		int c, s;
+
+		ut_pair(AF_INET, &c, &s);
+		setint(c, SOL_SOCKET, SO_KEEPALIVE, 1);
+		setint(c, IPPROTO_TCP, TCP_KEEPIDLE, 60);
+		EXPECT_EQ(getint(c, SOL_SOCKET, SO_KEEPALIVE), 1);
+		EXPECT_EQ(getint(c, IPPROTO_TCP, TCP_KEEPIDLE), 60);
+		close(c);
+		close(s);
+	}
+}
+
+static void t_sockopt_socket(void)
+{
+	struct linger lg;
+	socklen_t len = sizeof(lg);
+	uint16_t port = 0;
+	int fd = ut_socket(AF_INET), l, c, s, v, rmax;
+
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_TYPE), SOCK_STREAM);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_ERROR), 0);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_ACCEPTCONN), 0);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_REUSEADDR), 0);
+	setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_REUSEADDR), 1);
+	setint(fd, SOL_SOCKET, SO_REUSEADDR, 0);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_REUSEADDR), 0);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_REUSEPORT), 0);
+	setint(fd, SOL_SOCKET, SO_REUSEPORT, 1);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_REUSEPORT), 1);
+	setint(fd, SOL_SOCKET, SO_REUSEPORT, 0);
+	/* SO_LINGER */
+	SYS(getsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, &len));
+	CHECK(len == sizeof(lg) && lg.l_onoff == 0 && lg.l_linger == 0, "default linger {%d,%d}",
+	      lg.l_onoff, lg.l_linger);
+	lg = (struct linger){ 1, 5 };
+	SYS(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	memset(&lg, 0, sizeof(lg));
+	SYS(getsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, &len));
+	CHECK(lg.l_onoff == 1 && lg.l_linger == 5, "linger {%d,%d}, expected {1,5}", lg.l_onoff,
+	      lg.l_linger);
+	/* SO_RCVBUF / SO_SNDBUF: the kernel doubles the value. */
+	rmax = read_proc_int("/proc/sys/net/core/rmem_max");
+	v = rmax > 0 && rmax / 2 < 65536 ? rmax / 2 : 65536;
+	setint(fd, SOL_SOCKET, SO_RCVBUF, v);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_RCVBUF), 2 * v);
+	rmax = read_proc_int("/proc/sys/net/core/wmem_max");
+	v = rmax > 0 && rmax / 2 < 65536 ? rmax / 2 : 65536;
+	setint(fd, SOL_SOCKET, SO_SNDBUF, v);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_SNDBUF), 2 * v);
+	/* Tiny values are raised to the minimum (same as a fresh TCP socket's). */
+	{
+		int ref = tcp_socket(AF_INET), want;
+
+		setint(ref, SOL_SOCKET, SO_RCVBUF, 1);
+		want = getint(ref, SOL_SOCKET, SO_RCVBUF);
+		setint(fd, SOL_SOCKET, SO_RCVBUF, 1);
+		EXPECT_EQ(getint(fd, SOL_SOCKET, SO_RCVBUF), want);
+		close(ref);
+	}
+	close(fd);
+	/* SO_ACCEPTCONN: 1 on a listener only. */
+	l = ut_listener(AF_INET, &port, 16);
+	EXPECT_EQ(getint(l, SOL_SOCKET, SO_ACCEPTCONN), 1);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	EXPECT_EQ(getint(c, SOL_SOCKET, SO_ACCEPTCONN), 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_ACCEPTCONN), 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TYPE), SOCK_STREAM);
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: processes and descriptors                                           */
+
+static void t_fork_inherit(void)
+{
+	char buf[32];
+	int c, s, st;
+	pid_t pid;
+
+	ut_pair(AF_INET, &c, &s);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", ename(errno));
+	if (pid == 0) {
+		char b[8];
+
+		if (send(s, "from child", 10, MSG_NOSIGNAL) != 10)
+			_exit(1);
+		if (recv(s, b, 8, MSG_WAITALL) != 8 || memcmp(b, "toChild!", 8))
+			_exit(2);
+		_exit(0);
+	}
+	read_exact(c, buf, 10);
+	CHECK(!memcmp(buf, "from child", 10), "data from child differs");
+	write_all(c, "toChild!", 8);
+	SYS(waitpid(pid, &st, 0));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child failed (status %#x)", st);
+	/* The parent's copy still works after the child exited. */
+	echo_check(c, s, 500, 31);
+	/* Closing one copy does not close the connection. */
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", ename(errno));
+	if (pid == 0) {
+		close(s);
+		_exit(0);
+	}
+	SYS(waitpid(pid, &st, 0));
+	echo_check(c, s, 10, 32);
+	close(c);
+	close(s);
+}
+
+static void t_dup(void)
+{
+	int c, s, d, d2;
+
+	ut_pair(AF_INET, &c, &s);
+	d = SYS(dup(c));
+	SYS(close(c));
+	check_sock(d, AF_INET, TCP_ESTABLISHED, AF_INET);
+	echo_check(d, s, 1000, 41);
+	d2 = SYS(fcntl(d, F_DUPFD_CLOEXEC, 100));
+	CHECK(d2 >= 100, "F_DUPFD_CLOEXEC gave %d", d2);
+	SYS(close(d));
+	echo_check(d2, s, 1000, 42);
+	d = SYS(dup2(d2, 90));
+	SYS(close(d2));
+	echo_check(s, d, 1000, 43);
+	close(d);
+	close(s);
+}
+
+#define NCONC 128
+#define CONC_MSG 512
+
+struct conn {
+	int fd;
+	int state;	/* 0 connecting, 1 sending, 2 receiving, 3 done */
+	size_t off;
+	char buf[CONC_MSG];
+};
+
+struct srvconn {
+	int fd;
+	size_t have, sent;
+	char buf[CONC_MSG];
+};
+
+static void t_many_concurrent(void)
+{
+	static struct conn cl[NCONC];
+	static struct srvconn sv[NCONC];
+	struct pollfd pf[1 + 2 * NCONC];
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, NCONC * 2), i, nsv = 0, done = 0;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2 * NCONC + 32) {
+		rl.rlim_cur = rl.rlim_max < 2 * NCONC + 32 ? rl.rlim_max : 2 * NCONC + 32;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	set_nonblock(l, true);
+	for (i = 0; i < NCONC; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = mkaddr(AF_INET, port, &ss);
+
+		cl[i].fd = ut_socket(AF_INET);
+		set_nonblock(cl[i].fd, true);
+		if (connect(cl[i].fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS)
+			FAIL("connect %d: %s", i, ename(errno));
+	}
+	while (done < NCONC) {
+		int n = 0, r;
+
+		pf[n++] = (struct pollfd){ .fd = nsv < NCONC ? l : -1, .events = POLLIN };
+		for (i = 0; i < NCONC; i++)
+			pf[n++] = (struct pollfd){
+				.fd = cl[i].state == 3 ? -1 : cl[i].fd,
+				.events = cl[i].state == 2 ? POLLIN : POLLOUT };
+		for (i = 0; i < nsv; i++)
+			pf[n++] = (struct pollfd){ .fd = sv[i].fd,
+				.events = sv[i].sent < sv[i].have ? POLLOUT : POLLIN };
+		r = poll(pf, n, 10000);
+		if (r < 0 && errno == EINTR)
+			continue;
+		CHECK(r > 0, "poll: %s (%d of %d connections done)", r ? ename(errno) : "timeout",
+		      done, NCONC);
+		if (pf[0].revents & POLLIN) {
+			for (;;) {
+				int fd = accept(l, NULL, NULL);
+
+				if (fd < 0) {
+					CHECK(errno == EAGAIN, "accept: %s", ename(errno));
+					break;
+				}
+				CHECK(nsv < NCONC, "more connections than clients");
+				check_sock(fd, AF_INET, -1, AF_INET);
+				set_nonblock(fd, true);
+				sv[nsv++] = (struct srvconn){ .fd = fd };
+			}
+		}
+		for (i = 0; i < NCONC; i++) {
+			struct conn *k = &cl[i];
+			int rev = pf[1 + i].revents;
+			ssize_t m;
+
+			if (!rev)
+				continue;
+			if (k->state == 0) {
+				int e = getint(k->fd, SOL_SOCKET, SO_ERROR);
+
+				CHECK(e == 0, "client %d: connect: %s", i, ename(e));
+				check_sock(k->fd, AF_INET, TCP_ESTABLISHED, AF_INET);
+				fill_pattern(k->buf, CONC_MSG, i);
+				k->state = 1;
+			}
+			if (k->state == 1) {
+				m = send(k->fd, k->buf + k->off, CONC_MSG - k->off, MSG_NOSIGNAL);
+				if (m < 0 && errno == EAGAIN)
+					continue;
+				CHECK(m > 0, "client %d: send: %s", i, ename(errno));
+				k->off += m;
+				if (k->off == CONC_MSG) {
+					k->state = 2;
+					k->off = 0;
+				}
+			} else if (k->state == 2) {
+				char in[CONC_MSG];
+
+				m = recv(k->fd, in, CONC_MSG - k->off, 0);
+				if (m < 0 && errno == EAGAIN)
+					continue;
+				CHECK(m > 0, "client %d: recv: %s", i, m ? ename(errno) : "EOF");
+				CHECK(!memcmp(in, k->buf + k->off, m), "client %d: echo differs", i);
+				k->off += m;
+				if (k->off == CONC_MSG) {
+					k->state = 3;
+					close(k->fd);
+					done++;
+				}
+			}
+		}
+		for (i = 0; i < nsv; i++) {
+			struct srvconn *v = &sv[i];
+			int rev = pf[1 + NCONC + i].revents;
+			ssize_t m;
+
+			if (!rev || v->fd < 0)
+				continue;
+			if (v->sent < v->have) {
+				m = send(v->fd, v->buf + v->sent, v->have - v->sent, MSG_NOSIGNAL);
+				if (m < 0 && errno == EAGAIN)
+					continue;
+				CHECK(m > 0, "server %d: send: %s", i, ename(errno));
+				v->sent += m;
+				if (v->sent == v->have)
+					v->sent = v->have = 0;
+			} else {
+				m = recv(v->fd, v->buf, sizeof(v->buf), 0);
+				if (m < 0 && errno == EAGAIN)
+					continue;
+				CHECK(m >= 0, "server %d: recv: %s", i, ename(errno));
+				if (m == 0) {
+					close(v->fd);
+					v->fd = -1;
+					continue;
+				}
+				v->have = m;
+				v->sent = 0;
+			}
+		}
+	}
+	EXPECT_EQ(nsv, NCONC);
+	close(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: mixed with plain TCP                                                */
+
+static void t_mixed_tcp_client(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s;
+
+	c = tcp_socket(AF_INET);
+	connect_lo(c, AF_INET, port);
+	s = accept(l, NULL, NULL);
+	CHECK(s >= 0, "accept: %s", ename(errno));
+	/* A connection to a plain TCP peer can only be carried natively. */
+	if (g_expect_mode != MODE_ANY)
+		g_mode_override = SCI_MODE_NATIVE;
+	check_sock(s, AF_INET, TCP_ESTABLISHED, AF_INET);
+	echo_check(c, s, 1, 51);
+	echo_check(c, s, 50000, 52);
+	echo_check(s, c, 50000, 53);
+	SYS(shutdown(c, SHUT_WR));
+	{
+		char b;
+
+		EXPECT_EQ(recv(s, &b, 1, 0), 0);
+	}
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void t_mixed_tcp_server(void)
+{
+	int l = tcp_socket(AF_INET6), c, s;
+	struct sockaddr_storage cn, sp;
+	uint16_t port;
+
+	bind_lo(l, AF_INET6, 0);
+	SYS(listen(l, 16));
+	port = local_port(l);
+	c = ut_socket(AF_INET6);
+	connect_lo(c, AF_INET6, port);
+	if (g_expect_mode != MODE_ANY)
+		g_mode_override = SCI_MODE_NATIVE;
+	check_sock(c, AF_INET6, TCP_ESTABLISHED, AF_INET6);
+	s = SYS(accept(l, NULL, NULL));
+	get_name(c, false, &cn, AF_INET6);
+	get_name(s, true, &sp, AF_INET6);
+	EXPECT_EQ(ss_port(&cn), ss_port(&sp));
+	echo_check(c, s, 1, 54);
+	echo_check(c, s, 50000, 55);
+	echo_check(s, c, 50000, 56);
+	SYS(shutdown(s, SHUT_WR));
+	{
+		char b;
+
+		EXPECT_EQ(recv(c, &b, 1, 0), 0);
+	}
+	close(c);
+	close(s);
+	close(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: binding and listening                                               */
+
+static void t_reuseaddr_rebind(void)
+{
+	struct sockaddr_storage ss;
+	uint16_t port = 0;
+	int l = ut_socket(AF_INET), c, s, fd;
+	socklen_t len;
+	char b;
+
+	setint(l, SOL_SOCKET, SO_REUSEADDR, 1);
+	bind_lo(l, AF_INET, 0);
+	SYS(listen(l, 16));
+	port = local_port(l);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	/* The server closes first: its side of the connection enters TIME_WAIT. */
+	SYS(close(s));
+	EXPECT_EQ(recv(c, &b, 1, 0), 0);
+	SYS(close(c));
+	SYS(close(l));
+	/* Without SO_REUSEADDR the port is still in use. */
+	fd = ut_socket(AF_INET);
+	len = mkaddr(AF_INET, port, &ss);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EADDRINUSE);
+	close(fd);
+	/* With it, a new listener can take over and accept connections. */
+	fd = ut_socket(AF_INET);
+	setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	SYS(bind(fd, (struct sockaddr *)&ss, len));
+	SYS(listen(fd, 16));
+	EXPECT_EQ(local_port(fd), port);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(fd, AF_INET);
+	echo_check(c, s, 10, 61);
+	close(c);
+	close(s);
+	close(fd);
+}
+
+static void t_bind_eaddrinuse(void)
+{
+	struct sockaddr_storage ss;
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), fd, b1;
+	socklen_t len = mkaddr(AF_INET, port, &ss);
+
+	fd = ut_socket(AF_INET);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EADDRINUSE);
+	close(fd);
+	/* SO_REUSEADDR does not allow binding over a listener. */
+	fd = ut_socket(AF_INET);
+	setint(fd, SOL_SOCKET, SO_REUSEADDR, 1);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EADDRINUSE);
+	close(fd);
+	close(l);
+	/* Two bound (not listening) sockets without SO_REUSEADDR. */
+	b1 = ut_socket(AF_INET);
+	bind_lo(b1, AF_INET, 0);
+	port = local_port(b1);
+	len = mkaddr(AF_INET, port, &ss);
+	fd = ut_socket(AF_INET);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EADDRINUSE);
+	/* Binding twice: EINVAL. */
+	EXPECT_ERR(bind(b1, (struct sockaddr *)&ss, len), EINVAL);
+	close(fd);
+	close(b1);
+	/* v6 as well. */
+	port = 0;
+	l = ut_listener(AF_INET6, &port, 16);
+	len = mkaddr(AF_INET6, port, &ss);
+	fd = ut_socket(AF_INET6);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EADDRINUSE);
+	close(fd);
+	close(l);
+}
+
+static void t_listen_backlog_order(void)
+{
+	struct sockaddr_storage a, cn;
+	uint16_t port = fixed_port(0);
+	int l = ut_listener(AF_INET, &port, 8), c[5], s, i;
+	socklen_t len;
+	char b;
+
+	EXPECT_EQ(port, fixed_port(0));
+	for (i = 0; i < 5; i++) {
+		c[i] = ut_connect(AF_INET, port);
+		b = (char)('A' + i);
+		write_all(c[i], &b, 1);
+	}
+	/* listen() again on a listener just changes the backlog. */
+	SYS(listen(l, 16));
+	for (i = 0; i < 5; i++) {
+		len = sizeof(a);
+		s = accept(l, (struct sockaddr *)&a, &len);
+		CHECK(s >= 0, "accept %d: %s", i, ename(errno));
+		check_sock(s, AF_INET, -1, AF_INET);
+		get_name(c[i], false, &cn, AF_INET);
+		CHECK(ss_port(&a) == ss_port(&cn), "accept %d returned the connection from port %u, "
+		      "expected %u (FIFO order)", i, ss_port(&a), ss_port(&cn));
+		read_exact(s, &b, 1);
+		EXPECT_EQ(b, 'A' + i);
+		close(c[i]);
+		close(s);
+	}
+	close(l);
+}
+
+static void t_listen_autobind(void)
+{
+	int l = ut_socket(AF_INET), c, s;
+	uint16_t port;
+
+	/* listen() on an unbound socket binds an ephemeral port on the wildcard address. */
+	SYS(listen(l, 4));
+	port = local_port(l);
+	CHECK(port != 0, "listen did not bind a port");
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	echo_check(c, s, 5, 71);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void *blocked_accept(void *arg)
+{
+	int *p = arg;
+
+	p[1] = accept(p[0], NULL, NULL);
+	p[2] = errno;
+	return NULL;
+}
+
+static void t_shutdown_listener(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), a[3] = { l, 0, 0 }, rev;
+	pthread_t th;
+
+	/* shutdown(SHUT_WR) on a listener does nothing. */
+	SYS(shutdown(l, SHUT_WR));
+	EXPECT_EQ(getint(l, SOL_SOCKET, SO_ACCEPTCONN), 1);
+	/* SHUT_RD(WR) stops listening and wakes a blocked accept() with EINVAL. */
+	CHECK(!pthread_create(&th, NULL, blocked_accept, a), "pthread_create");
+	msleep(50);
+	SYS(shutdown(l, SHUT_RDWR));
+	pthread_join(th, NULL);
+	CHECK(a[1] == -1 && a[2] == EINVAL, "blocked accept returned %d (%s), expected EINVAL",
+	      a[1], ename(a[2]));
+	EXPECT_EQ(getint(l, SOL_SOCKET, SO_ACCEPTCONN), 0);
+	EXPECT_ERR(accept(l, NULL, NULL), EINVAL);
+	rev = poll1(l, ALLEV, 0);
+	CHECK(rev & POLLHUP, "after shutdown: revents %s", pollnames(rev));
+	close(l);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: bad input                                                           */
+
+static void t_bad_addrlen_bind(void)
+{
+	struct sockaddr_storage ss;
+	int fd;
+
+	fd = ut_socket(AF_INET);
+	mkaddr(AF_INET, 0, &ss);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, 0), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, 1), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in) - 1), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_storage) + 1), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, (socklen_t)-1), EINVAL);
+	/* Longer than needed is fine. */
+	SYS(bind(fd, (struct sockaddr *)&ss, sizeof(ss)));
+	close(fd);
+
+	fd = ut_socket(AF_INET6);
+	mkaddr(AF_INET6, 0, &ss);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, 0), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, 1), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)), EINVAL);
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, 23), EINVAL);
+	/* Linux accepts the RFC 2133 length (24: without sin6_scope_id). */
+	SYS(bind(fd, (struct sockaddr *)&ss, 24));
+	close(fd);
+	fd = ut_socket(AF_INET6);
+	SYS(bind(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in6) - 1));
+	close(fd);
+}
+
+static void t_bad_addrlen_connect(void)
+{
+	struct sockaddr_storage ss;
+	uint16_t port = 0, port6 = 0;
+	int l = ut_listener(AF_INET, &port, 16), l6 = ut_listener(AF_INET6, &port6, 16), fd;
+
+	fd = ut_socket(AF_INET);
+	mkaddr(AF_INET, port, &ss);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, 0), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, 1), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in) - 1), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_storage) + 1), EINVAL);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_ERROR), 0);
+	SYS(connect(fd, (struct sockaddr *)&ss, sizeof(ss)));
+	check_sock(fd, AF_INET, TCP_ESTABLISHED, AF_INET);
+	close(fd);
+
+	fd = ut_socket(AF_INET6);
+	mkaddr(AF_INET6, port6, &ss);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, 0), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, 1), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, sizeof(struct sockaddr_in)), EINVAL);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, 23), EINVAL);
+	/* The RFC 2133 length is accepted. */
+	SYS(connect(fd, (struct sockaddr *)&ss, 24));
+	check_sock(fd, AF_INET6, TCP_ESTABLISHED, AF_INET6);
+	close(fd);
+	close(l);
+	close(l6);
+}
+
+static void t_bad_family(void)
+{
+	struct sockaddr_storage ss;
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), fd;
+	socklen_t len;
+
+	fd = ut_socket(AF_INET);
+	len = mkaddr(AF_INET, port, &ss);
+	ss.ss_family = AF_UNIX;
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EAFNOSUPPORT);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, len), EAFNOSUPPORT);
+	/* Legacy: bind() takes AF_UNSPEC with INADDR_ANY as AF_INET, nothing else. */
+	ss.ss_family = AF_UNSPEC;
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EAFNOSUPPORT);
+	((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_ANY);
+	((struct sockaddr_in *)&ss)->sin_port = 0;
+	SYS(bind(fd, (struct sockaddr *)&ss, len));
+	CHECK(local_port(fd) != 0, "AF_UNSPEC bind gave no port");
+	close(fd);
+
+	fd = ut_socket(AF_INET6);
+	len = mkaddr(AF_INET6, port, &ss);
+	ss.ss_family = AF_UNIX;
+	EXPECT_ERR(bind(fd, (struct sockaddr *)&ss, len), EAFNOSUPPORT);
+	close(fd);
+	fd = ut_socket(AF_INET6);
+	/* connect() needs the socket to be v6 first under AF_SCI: bind it. */
+	bind_lo(fd, AF_INET6, 0);
+	EXPECT_ERR(connect(fd, (struct sockaddr *)&ss, len), EAFNOSUPPORT);
+	close(fd);
+	close(l);
+}
+
+static void t_connect_af_unspec(void)
+{
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+	struct sockaddr_storage ss;
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), fd, s;
+	socklen_t len = sizeof(ss);
+	char b;
+
+	/* On an unconnected socket: a no-op that succeeds. */
+	fd = ut_socket(AF_INET);
+	SYS(connect(fd, &sa, sizeof(sa)));
+	close(fd);
+	/* On a connection: disconnects (the peer sees a reset), and the socket can connect again. */
+	fd = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	SYS(connect(fd, &sa, sizeof(sa)));
+	EXPECT_ERR(getpeername(fd, (struct sockaddr *)&ss, &len), ENOTCONN);
+	wait_for(s, POLLERR);
+	EXPECT_ERR(recv(s, &b, 1, 0), ECONNRESET);
+	close(s);
+	connect_lo(fd, AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	echo_check(fd, s, 10, 81);
+	close(fd);
+	close(s);
+	close(l);
+}
+
+static void t_efault_send_recv(void)
+{
+	void *bad = unmapped_page();
+	char buf[16];
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(send(c, NULL, 10, MSG_NOSIGNAL), EFAULT);
+	EXPECT_ERR(send(c, bad, 10, MSG_NOSIGNAL), EFAULT);
+	EXPECT_ERR(write(c, bad, 10), EFAULT);
+	EXPECT_EQ(send(c, NULL, 0, MSG_NOSIGNAL), 0);
+	write_all(c, "0123456789", 10);
+	wait_inq(s, 10);
+	EXPECT_ERR(recv(s, NULL, 10, 0), EFAULT);
+	EXPECT_ERR(recv(s, bad, 10, 0), EFAULT);
+	EXPECT_ERR(read(s, bad, 10), EFAULT);
+	/* Nothing was consumed by the failed calls. */
+	EXPECT_EQ(inq(s), 10);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 10);
+	CHECK(!memcmp(buf, "0123456789", 10), "data mismatch after EFAULT");
+	/* The connection is still fine. */
+	echo_check(c, s, 100, 91);
+	close(c);
+	close(s);
+}
+
+static void t_efault_msg(void)
+{
+	void *bad = unmapped_page();
+	char buf[16];
+	struct iovec iov = { .iov_base = NULL, .iov_len = 10 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(sendmsg(c, NULL, MSG_NOSIGNAL), EFAULT);
+	EXPECT_ERR(sendmsg(c, bad, MSG_NOSIGNAL), EFAULT);
+	EXPECT_ERR(sendmsg(c, &mh, MSG_NOSIGNAL), EFAULT);
+	iov.iov_base = bad;
+	EXPECT_ERR(sendmsg(c, &mh, MSG_NOSIGNAL), EFAULT);
+	mh.msg_iov = bad;
+	EXPECT_ERR(sendmsg(c, &mh, MSG_NOSIGNAL), EFAULT);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1025;	/* > UIO_MAXIOV */
+	EXPECT_ERR(sendmsg(c, &mh, MSG_NOSIGNAL), EMSGSIZE);
+	mh.msg_iovlen = 1;
+	write_all(c, "abcdefghij", 10);
+	wait_inq(s, 10);
+	EXPECT_ERR(recvmsg(s, NULL, 0), EFAULT);
+	EXPECT_ERR(recvmsg(s, bad, 0), EFAULT);
+	iov.iov_base = NULL;
+	EXPECT_ERR(recvmsg(s, &mh, 0), EFAULT);
+	iov.iov_base = bad;
+	EXPECT_ERR(recvmsg(s, &mh, 0), EFAULT);
+	mh.msg_iov = bad;
+	EXPECT_ERR(recvmsg(s, &mh, 0), EFAULT);
+	EXPECT_EQ(inq(s), 10);
+	mh.msg_iov = &iov;
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	EXPECT_EQ(recvmsg(s, &mh, 0), 10);
+	CHECK(!memcmp(buf, "abcdefghij", 10), "data mismatch after EFAULT");
+	close(c);
+	close(s);
+}
+
+static void t_efault_addr(void)
+{
+	void *bad = unmapped_page();
+	struct sockaddr_storage ss;
+	socklen_t len;
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), fd, c, s;
+
+	fd = ut_socket(AF_INET);
+	EXPECT_ERR(bind(fd, NULL, sizeof(struct sockaddr_in)), EFAULT);
+	EXPECT_ERR(bind(fd, bad, sizeof(struct sockaddr_in)), EFAULT);
+	EXPECT_ERR(connect(fd, NULL, sizeof(struct sockaddr_in)), EFAULT);
+	EXPECT_ERR(connect(fd, bad, sizeof(struct sockaddr_in)), EFAULT);
+	len = sizeof(ss);
+	EXPECT_ERR(getsockname(fd, NULL, &len), EFAULT);
+	EXPECT_ERR(getsockname(fd, bad, &len), EFAULT);
+	EXPECT_ERR(getsockname(fd, (struct sockaddr *)&ss, NULL), EFAULT);
+	EXPECT_ERR(getsockname(fd, (struct sockaddr *)&ss, bad), EFAULT);
+	close(fd);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	len = sizeof(ss);
+	EXPECT_ERR(getpeername(c, NULL, &len), EFAULT);
+	EXPECT_ERR(getpeername(c, bad, &len), EFAULT);
+	EXPECT_ERR(getpeername(c, (struct sockaddr *)&ss, NULL), EFAULT);
+	/* accept() with a bad address buffer (the connection is lost). */
+	fd = ut_connect(AF_INET, port);
+	wait_for(l, POLLIN);
+	len = sizeof(ss);
+	EXPECT_ERR(accept(l, bad, &len), EFAULT);
+	close(fd);
+	echo_check(c, s, 10, 101);
+	close(c);
+	close(s);
+	close(l);
+}
+
+static void t_bad_getsockopt(void)
+{
+	void *bad = unmapped_page();
+	socklen_t len;
+	int fd = ut_socket(AF_INET), v;
+
+	EXPECT_ERR(getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, NULL), EFAULT);
+	EXPECT_ERR(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, NULL), EFAULT);
+	EXPECT_ERR(getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, bad), EFAULT);
+	len = (socklen_t)-1;
+	EXPECT_ERR(getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len), EINVAL);
+	len = (socklen_t)-1;
+	EXPECT_ERR(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len), EINVAL);
+	len = sizeof(v);
+	EXPECT_ERR(getsockopt(fd, SOL_SOCKET, SO_TYPE, NULL, &len), EFAULT);
+	len = sizeof(v);
+	EXPECT_ERR(getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, bad, &len), EFAULT);
+	/* Zero length: succeeds, copies nothing. */
+	len = 0;
+	v = 12345;
+	SYS(getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len));
+	EXPECT_EQ(len, 0);
+	EXPECT_EQ(v, 12345);
+	len = 0;
+	SYS(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len));
+	EXPECT_EQ(len, 0);
+	/* Unknown options. */
+	len = sizeof(v);
+	EXPECT_ERR(getsockopt(fd, SOL_SOCKET, 9999, &v, &len), ENOPROTOOPT);
+	len = sizeof(v);
+	EXPECT_ERR(getsockopt(fd, IPPROTO_TCP, 9999, &v, &len), ENOPROTOOPT);
+	close(fd);
+}
+
+static void t_bad_setsockopt(void)
+{
+	void *bad = unmapped_page();
+	struct linger lg = { 1, 1 };
+	struct timeval tv = { 1, 0 };
+	int fd = ut_socket(AF_INET), v = 1;
+
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, 2), EINVAL);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &v, 0), EINVAL);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, 2), EINVAL);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &v, 3), EINVAL);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(int)), EINVAL);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(int)), EINVAL);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, NULL, sizeof(v)), EFAULT);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, bad, sizeof(v)), EFAULT);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, NULL, sizeof(v)), EFAULT);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, bad, sizeof(v)), EFAULT);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, (socklen_t)-1), EINVAL);
+	EXPECT_ERR(setsockopt(fd, SOL_SOCKET, 9999, &v, sizeof(v)), ENOPROTOOPT);
+	EXPECT_ERR(setsockopt(fd, IPPROTO_TCP, 9999, &v, sizeof(v)), ENOPROTOOPT);
+	/* Nothing changed. */
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_KEEPALIVE), 0);
+	EXPECT_EQ(getint(fd, IPPROTO_TCP, TCP_NODELAY), 0);
+	close(fd);
+}
+
+static void t_accept_not_listening(void)
+{
+	int fd = ut_socket(AF_INET), c, s;
+
+	EXPECT_ERR(accept(fd, NULL, NULL), EINVAL);
+	bind_lo(fd, AF_INET, 0);
+	EXPECT_ERR(accept(fd, NULL, NULL), EINVAL);
+	close(fd);
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(accept(c, NULL, NULL), EINVAL);
+	EXPECT_ERR(accept(s, NULL, NULL), EINVAL);
+	close(c);
+	close(s);
+}
+
+static void t_listen_connected(void)
+{
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(listen(c, 4), EINVAL);
+	EXPECT_ERR(listen(s, 4), EINVAL);
+	/* Still connected. */
+	echo_check(c, s, 10, 111);
+	close(c);
+	close(s);
+}
+
+static void t_send_recv_unconnected(void)
+{
+	uint16_t port = 0;
+	int fd = ut_socket(AF_INET), l;
+	char b[4];
+
+	catch_sigpipe();
+	EXPECT_ERR(send(fd, "x", 1, MSG_NOSIGNAL), EPIPE);
+	EXPECT_EQ(g_sigpipes, 0);
+	EXPECT_ERR(send(fd, "x", 1, 0), EPIPE);
+	EXPECT_EQ(g_sigpipes, 1);
+	EXPECT_ERR(write(fd, "x", 1), EPIPE);
+	EXPECT_EQ(g_sigpipes, 2);
+	EXPECT_ERR(recv(fd, b, sizeof(b), 0), ENOTCONN);
+	EXPECT_ERR(read(fd, b, sizeof(b)), ENOTCONN);
+	EXPECT_ERR(recv(fd, b, sizeof(b), MSG_DONTWAIT), ENOTCONN);
+	bind_lo(fd, AF_INET, 0);
+	EXPECT_ERR(send(fd, "x", 1, MSG_NOSIGNAL), EPIPE);
+	EXPECT_ERR(recv(fd, b, sizeof(b), 0), ENOTCONN);
+	close(fd);
+	l = ut_listener(AF_INET, &port, 4);
+	EXPECT_ERR(send(l, "x", 1, MSG_NOSIGNAL), EPIPE);
+	EXPECT_ERR(recv(l, b, sizeof(b), 0), ENOTCONN);
+	close(l);
+}
+
+static void t_sendto_connected(void)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = mkaddr(AF_INET, 9, &ss);
+	int c, s;
+	char b[4];
+
+	/* TCP ignores the destination of sendto() on a connection. */
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_EQ(sendto(c, "abc", 3, MSG_NOSIGNAL, (struct sockaddr *)&ss, len), 3);
+	read_exact(s, b, 3);
+	CHECK(!memcmp(b, "abc", 3), "data mismatch");
+	close(c);
+	close(s);
+}
+
+static void t_recv_oob_no_urgent(void)
+{
+	int fd = ut_socket(AF_INET), c, s;
+	char b[4];
+
+	EXPECT_ERR(recv(fd, b, 1, MSG_OOB), EINVAL);	/* not ENOTCONN */
+	close(fd);
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(recv(s, b, 1, MSG_OOB), EINVAL);
+	write_all(c, "data", 4);
+	wait_inq(s, 4);
+	EXPECT_ERR(recv(s, b, 1, MSG_OOB), EINVAL);
+	EXPECT_EQ(recv(s, b, 4, 0), 4);
+	close(c);
+	close(s);
+}
+
+static void t_shutdown_bad(void)
+{
+	int fd = ut_socket(AF_INET), c, s;
+
+	EXPECT_ERR(shutdown(fd, SHUT_RD), ENOTCONN);
+	EXPECT_ERR(shutdown(fd, SHUT_WR), ENOTCONN);
+	EXPECT_ERR(shutdown(fd, SHUT_RDWR), ENOTCONN);
+	EXPECT_ERR(shutdown(fd, 3), EINVAL);
+	close(fd);
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(shutdown(c, 3), EINVAL);
+	EXPECT_ERR(shutdown(c, -1), EINVAL);
+	EXPECT_ERR(shutdown(c, 100), EINVAL);
+	echo_check(c, s, 10, 121);
+	close(c);
+	close(s);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Tests: AF_SCI only                                                         */
+
+static void t_sci_dgram(void)
+{
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_DGRAM, 0), ESOCKTNOSUPPORT);
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_SEQPACKET, 0), ESOCKTNOSUPPORT);
+}
+
+static void t_sci_udp_proto(void)
+{
+	int fd;
+
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT);
+	fd = (int)syscall(SYS_socket, g_sci_family, SOCK_STREAM, IPPROTO_TCP);
+	CHECK(fd >= 0, "socket(F, SOCK_STREAM, IPPROTO_TCP): %s", ename(errno));
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);
+	close(fd);
+}
+
+static void t_sci_info_short(void)
+{
+	struct sci_info info[2];
+	socklen_t len = sizeof(info[0]) - 1;
+	int fd = ut_socket(AF_INET);
+
+	EXPECT_ERR(getsockopt(fd, SOL_SCI, SCI_INFO, info, &len), EINVAL);
+	len = 0;
+	EXPECT_ERR(getsockopt(fd, SOL_SCI, SCI_INFO, info, &len), EINVAL);
+	/* A longer buffer gets exactly the structure. */
+	len = sizeof(info);
+	SYS(getsockopt(fd, SOL_SCI, SCI_INFO, info, &len));
+	EXPECT_EQ(len, sizeof(info[0]));
+	EXPECT_EQ(info[0].state, TCP_CLOSE);
+	close(fd);
+}
+
+static void t_sci_info_set(void)
+{
+	struct sci_info info = { 0 };
+	int fd = ut_socket(AF_INET);
+
+	EXPECT_ERR(setsockopt(fd, SOL_SCI, SCI_INFO, &info, sizeof(info)), ENOPROTOOPT);
+	close(fd);
+}
+
+/* ------------------------------------------------------------------------- */
 /* Test table                                                                 */
 
 struct test {
@@ -1124,6 +2788,56 @@ static const struct test tests[] = {
 	{ "select_readiness", t_select, 0, false },
 	{ "shutdown_wr", t_shutdown_wr, 0, false },
 	{ "shutdown_rd", t_shutdown_rd, 0, false },
+	{ "msg_peek", t_msg_peek, 0, false },
+	{ "msg_waitall", t_msg_waitall, 0, false },
+	{ "msg_dontwait", t_msg_dontwait, 0, false },
+	{ "nonblock_recv_accept", t_nonblock_recv_accept, 0, false },
+	{ "so_rcvtimeo", t_so_rcvtimeo, 0, false },
+	{ "so_sndtimeo", t_so_sndtimeo, 0, false },
+	{ "sigpipe_after_close", t_sigpipe_after_close, 0, false },
+	{ "sigpipe_after_reset", t_sigpipe_after_reset, 0, false },
+	{ "msg_nosignal", t_msg_nosignal, 0, false },
+	{ "fionread_siocoutq", t_fionread_siocoutq, 0, false },
+	{ "peer_close_eof", t_peer_close_eof, 0, false },
+	{ "peer_reset_econnreset", t_peer_reset, 0, false },
+	{ "close_unread_rst", t_close_unread_rst, 0, false },
+	{ "names_v4", t_names_v4, 0, false },
+	{ "names_v6", t_names_v6, 0, false },
+	{ "names_truncated", t_names_truncated, 0, false },
+	{ "v6_dualstack_v4_client", t_v6_dualstack, 0, false },
+	{ "sockopt_tcp", t_sockopt_tcp, 0, false },
+	{ "sockopt_tcp_info", t_sockopt_tcp_info, 0, false },
+	{ "sockopt_keepalive", t_sockopt_keepalive, 0, false },
+	{ "sockopt_socket", t_sockopt_socket, 0, false },
+	{ "fork_inherit", t_fork_inherit, 0, false },
+	{ "dup_after_close", t_dup, 0, false },
+	{ "many_concurrent", t_many_concurrent, 60, false },
+	{ "mixed_tcp_client", t_mixed_tcp_client, 0, false },
+	{ "mixed_tcp_server", t_mixed_tcp_server, 0, false },
+	{ "reuseaddr_rebind", t_reuseaddr_rebind, 0, false },
+	{ "bind_eaddrinuse", t_bind_eaddrinuse, 0, false },
+	{ "listen_backlog_order", t_listen_backlog_order, 0, false },
+	{ "listen_autobind", t_listen_autobind, 0, false },
+	{ "shutdown_listener", t_shutdown_listener, 0, false },
+	{ "bad_addrlen_bind", t_bad_addrlen_bind, 0, false },
+	{ "bad_addrlen_connect", t_bad_addrlen_connect, 0, false },
+	{ "bad_family", t_bad_family, 0, false },
+	{ "connect_af_unspec", t_connect_af_unspec, 0, false },
+	{ "efault_send_recv", t_efault_send_recv, 0, false },
+	{ "efault_sendmsg_recvmsg", t_efault_msg, 0, false },
+	{ "efault_addr_ptrs", t_efault_addr, 0, false },
+	{ "bad_getsockopt", t_bad_getsockopt, 0, false },
+	{ "bad_setsockopt", t_bad_setsockopt, 0, false },
+	{ "accept_not_listening", t_accept_not_listening, 0, false },
+	{ "listen_connected", t_listen_connected, 0, false },
+	{ "send_recv_unconnected", t_send_recv_unconnected, 0, false },
+	{ "sendto_connected", t_sendto_connected, 0, false },
+	{ "recv_oob_no_urgent", t_recv_oob_no_urgent, 0, false },
+	{ "shutdown_bad", t_shutdown_bad, 0, false },
+	{ "sci_dgram_unsupported", t_sci_dgram, 0, true },
+	{ "sci_udp_proto_unsupported", t_sci_udp_proto, 0, true },
+	{ "sci_info_short_optlen", t_sci_info_short, 0, true },
+	{ "sci_info_set_enoprotoopt", t_sci_info_set, 0, true },
 	/* TABLE-END */
 };
 
@@ -1336,8 +3050,8 @@ int main(int argc, char **argv)
 		if (g_verbose)
 			printf("#   %.3f s\n", now() - t0);
 	}
-	printf("# %d passed, %d failed%s", passed, failed, skipped ? "" : "\n");
 	if (skipped)
-		printf(" (%d skipped)\n", skipped);
+		printf("# %d skipped\n", skipped);
+	printf("# %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
