@@ -6,10 +6,10 @@
 //! path exists, carries all its bytes over it: each operation is forwarded, and the
 //! native socket's wake-ups are forwarded back, so the program sees TCP exactly.
 //!
-//! The native socket is born `AF_INET`. The first IPv6 address (bind/connect) or
-//! `IPPROTO_IPV6` option it sees re-creates it as `AF_INET6`, replaying the options set
-//! so far: a rewritten program's `socket(AF_INET6, ...)` cannot be told apart from an
-//! `AF_INET` one, because only the stream type reaches the family. After the first bind,
+//! The native socket is born `AF_INET`: `socket(2)` does not tell the family which
+//! address family a program wants. `SCI_NATIVE_FAMILY` (set by the preload for programs
+//! that asked for `AF_INET6`) or else the first IPv6 address given to bind/connect
+//! re-creates it as `AF_INET6`, replaying the options set so far. After the first bind,
 //! connect or listen the native socket never changes.
 
 use crate::bindings;
@@ -247,7 +247,7 @@ impl SciSock {
     }
 
     /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
-    /// from ours), every other level to the native socket; `SOL_SCI` has no writable option.
+    /// from ours), every other level to the native socket, `SOL_SCI` is ours.
     pub(crate) fn setsockopt(
         &self,
         own: &OwnSk,
@@ -257,14 +257,10 @@ impl SciSock {
         len: c_uint,
     ) -> Result {
         if level == bindings::SOL_SCI as c_int {
-            return Err(errno(bindings::ENOPROTOOPT));
+            return self.set_sci_option(own, optname, val, len);
         }
         let mut config = self.config.lock();
-        let native = if level == bindings::IPPROTO_IPV6 as c_int {
-            self.switch_family(own, &mut config, bindings::AF_INET6 as c_int)?
-        } else {
-            self.native()
-        };
+        let native = self.native();
         if level == bindings::SOL_SOCKET as c_int {
             native.set_socket_option(optname, val, len)?;
             // Ours only mirrors what the native socket accepted; what ours cannot hold
@@ -278,6 +274,27 @@ impl SciSock {
             Self::record(&mut config, level, optname, val, len)?;
         }
         Ok(())
+    }
+
+    /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed.
+    fn set_sci_option(&self, own: &OwnSk, optname: c_int, val: OptVal, len: c_uint) -> Result {
+        if optname != bindings::SCI_NATIVE_FAMILY as c_int {
+            return Err(errno(bindings::ENOPROTOOPT));
+        }
+        if (len as usize) < core::mem::size_of::<c_int>() {
+            return Err(EINVAL);
+        }
+        let mut bytes = [0u8; core::mem::size_of::<c_int>()];
+        copy_optval(&mut bytes, val)?;
+        let family = c_int::from_ne_bytes(bytes);
+        if family != bindings::AF_INET as c_int && family != bindings::AF_INET6 as c_int {
+            return Err(errno(bindings::EAFNOSUPPORT));
+        }
+        let mut config = self.config.lock();
+        if config.committed && self.native().family() != family {
+            return Err(errno(bindings::EISCONN));
+        }
+        self.switch_family(own, &mut config, family).map(|_| ())
     }
 
     fn record(config: &mut Config, level: c_int, name: c_int, val: OptVal, len: c_uint) -> Result {
@@ -306,19 +323,28 @@ impl SciSock {
         if level != bindings::SOL_SCI as c_int {
             return self.native().get_option(level, optname, val, len);
         }
-        if optname != bindings::SCI_INFO as c_int {
-            return Err(errno(bindings::ENOPROTOOPT));
-        }
-        let info = self.info();
+        let native_family;
+        let info;
+        let value: &[u8] = match optname as u32 {
+            bindings::SCI_INFO => {
+                info = self.info();
+                &info
+            }
+            bindings::SCI_NATIVE_FAMILY => {
+                native_family = self.native().family().to_ne_bytes();
+                &native_family
+            }
+            _ => return Err(errno(bindings::ENOPROTOOPT)),
+        };
         let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
         let user_len = len_reader.read::<c_int>()?;
-        if user_len < 0 || (user_len as usize) < info.len() {
+        if user_len < 0 || (user_len as usize) < value.len() {
             return Err(EINVAL);
         }
-        UserSlice::new(val as usize, info.len()).writer().write_slice(&info)?;
+        UserSlice::new(val as usize, value.len()).writer().write_slice(value)?;
         UserSlice::new(len as usize, core::mem::size_of::<c_int>())
             .writer()
-            .write(&(info.len() as c_int))
+            .write(&(value.len() as c_int))
     }
 
     /// `struct sci_info` as bytes (four native-endian `__u32`).

@@ -25,6 +25,15 @@
 /* getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len): struct sci_info. Read-only. */
 #define SCI_INFO		1
 
+/*
+ * SCI_NATIVE_FAMILY (int): AF_INET or AF_INET6, the family of the socket's native TCP
+ * socket and so of the addresses it takes and returns.  A new AF_SCI socket is AF_INET
+ * until its first IPv6 address (bind/connect); setting this option before the first
+ * bind, connect or listen settles it explicitly (the preload sets it for programs that
+ * asked for AF_INET6).  Later changes fail with EISCONN.
+ */
+#define SCI_NATIVE_FAMILY	2
+
 /* How a socket carries its bytes (sci_info.mode). */
 enum sci_mode {
 	SCI_MODE_NATIVE	= 0,	/* over its own native TCP socket (fallback) */

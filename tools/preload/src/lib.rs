@@ -234,14 +234,53 @@ fn real_socket() -> SocketFn {
     }
 }
 
+/// Settles a new `AF_SCI` socket on the address family the program asked
+/// for; on failure it has closed `fd`. Injected so tests need no module.
+pub type SettleFn = unsafe fn(fd: c_int, domain: c_int) -> bool;
+
+/// `SOL_SCI` and `SCI_NATIVE_FAMILY` of `uapi/linux/af_sci.h`.
+const SOL_SCI: c_int = 300;
+const SCI_NATIVE_FAMILY: c_int = 2;
+
+/// The real [`SettleFn`]: an `AF_SCI` socket is born `AF_INET`, so a program
+/// that asked for `AF_INET6` gets `setsockopt(SOL_SCI, SCI_NATIVE_FAMILY)`.
+///
+/// # Safety
+/// `fd` is a socket this call may close.
+unsafe fn settle_native_family(fd: c_int, domain: c_int) -> bool {
+    if domain == libc::AF_INET {
+        return true;
+    }
+    let value: c_int = domain;
+    // SAFETY: `value` is a live c_int and its size is passed with it.
+    let ret = unsafe {
+        libc::setsockopt(
+            fd,
+            SOL_SCI,
+            SCI_NATIVE_FAMILY,
+            core::ptr::from_ref(&value).cast(),
+            core::mem::size_of::<c_int>() as libc::socklen_t,
+        )
+    };
+    if ret == 0 {
+        return true;
+    }
+    let err = errno();
+    // SAFETY: `fd` is ours to close (contract); errno is restored for the caller.
+    unsafe { libc::close(fd) };
+    set_errno(err);
+    false
+}
+
 /// What `socket()` does, given the configuration and the real `socket`.
 ///
 /// # Safety
 /// `real` must behave like `socket(2)` (any function with that signature and
-/// no extra preconditions).
+/// no extra preconditions); `settle` like [`settle_native_family`].
 pub unsafe fn socket_with(
     cfg: Config,
     real: SocketFn,
+    settle: SettleFn,
     domain: c_int,
     ty: c_int,
     protocol: c_int,
@@ -262,7 +301,11 @@ pub unsafe fn socket_with(
     };
 
     // SAFETY: real behaves like socket(2) (caller's contract).
-    let fd = unsafe { real(family, ty, protocol) };
+    let mut fd = unsafe { real(family, ty, protocol) };
+    // SAFETY: `fd` is the socket just made; settle closes it on failure.
+    if fd >= 0 && !unsafe { settle(fd, domain) } {
+        fd = -1;
+    }
     if fd >= 0 {
         if cfg.debug {
             let mut line = LineBuf::new();
@@ -273,7 +316,8 @@ pub unsafe fn socket_with(
     }
 
     let err = errno();
-    if err != libc::EAFNOSUPPORT {
+    // EAFNOSUPPORT: no AF_SCI; ENOPROTOOPT: a module without SCI_NATIVE_FAMILY.
+    if err != libc::EAFNOSUPPORT && err != libc::ENOPROTOOPT {
         if cfg.debug {
             let mut line = LineBuf::new();
             policy::failed_line(&mut line, domain, family, err);
@@ -303,7 +347,16 @@ pub unsafe fn socket_with(
 pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
     let cfg = config();
     // SAFETY: real_socket() is libc's socket or the raw system call.
-    unsafe { socket_with(cfg, real_socket(), domain, ty, protocol) }
+    unsafe {
+        socket_with(
+            cfg,
+            real_socket(),
+            settle_native_family,
+            domain,
+            ty,
+            protocol,
+        )
+    }
 }
 
 /// ELF constructor: do the one-time work (dlsym, getenv, sysfs) at load
@@ -346,6 +399,41 @@ mod tests {
         }
     }
 
+    /// Fake settle: every family is fine.
+    unsafe fn settle_ok(_fd: c_int, _domain: c_int) -> bool {
+        true
+    }
+
+    /// Fake settle of a module without SCI_NATIVE_FAMILY.
+    unsafe fn settle_unsupported(_fd: c_int, _domain: c_int) -> bool {
+        set_errno(libc::ENOPROTOOPT);
+        false
+    }
+
+    #[test]
+    fn unsettled_inet6_socket_falls_back_to_the_original_family() {
+        calls();
+        // SAFETY: fakes only.
+        let fd = unsafe {
+            socket_with(
+                loaded(42),
+                fake_socket,
+                settle_unsupported,
+                libc::AF_INET6,
+                libc::SOCK_STREAM,
+                0,
+            )
+        };
+        assert_eq!(fd, 40 + libc::AF_INET6);
+        assert_eq!(
+            calls(),
+            vec![
+                (42, libc::SOCK_STREAM, 0),
+                (libc::AF_INET6, libc::SOCK_STREAM, 0)
+            ]
+        );
+    }
+
     fn calls() -> Vec<(c_int, c_int, c_int)> {
         CALLS.with(|c| c.borrow_mut().drain(..).collect())
     }
@@ -372,8 +460,16 @@ mod tests {
     fn tcp_socket_is_created_with_the_sci_family() {
         calls();
         // SAFETY: fake_socket has socket(2)'s contract.
-        let fd =
-            unsafe { socket_with(loaded(42), fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+        let fd = unsafe {
+            socket_with(
+                loaded(42),
+                fake_socket,
+                settle_ok,
+                libc::AF_INET,
+                libc::SOCK_STREAM,
+                0,
+            )
+        };
         assert_eq!(fd, 82);
         assert_eq!(calls(), vec![(42, libc::SOCK_STREAM, 0)]);
     }
@@ -387,6 +483,7 @@ mod tests {
             socket_with(
                 loaded(42),
                 fake_socket,
+                settle_ok,
                 libc::AF_INET6,
                 ty,
                 libc::IPPROTO_TCP,
@@ -403,6 +500,7 @@ mod tests {
             socket_with(
                 loaded(27),
                 fake_socket,
+                settle_ok,
                 libc::AF_INET6,
                 libc::SOCK_STREAM,
                 0,
@@ -422,8 +520,16 @@ mod tests {
     fn other_errors_of_the_sci_socket_are_returned_with_errno() {
         calls();
         // SAFETY: fake_socket has socket(2)'s contract.
-        let fd =
-            unsafe { socket_with(loaded(99), fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+        let fd = unsafe {
+            socket_with(
+                loaded(99),
+                fake_socket,
+                settle_ok,
+                libc::AF_INET,
+                libc::SOCK_STREAM,
+                0,
+            )
+        };
         assert_eq!(fd, -1);
         assert_eq!(errno(), libc::EMFILE);
         assert_eq!(calls(), vec![(99, libc::SOCK_STREAM, 0)]);
@@ -433,8 +539,16 @@ mod tests {
     fn udp_socket_is_passed_through_once() {
         calls();
         // SAFETY: fake_socket has socket(2)'s contract.
-        let fd =
-            unsafe { socket_with(loaded(42), fake_socket, libc::AF_INET, libc::SOCK_DGRAM, 0) };
+        let fd = unsafe {
+            socket_with(
+                loaded(42),
+                fake_socket,
+                settle_ok,
+                libc::AF_INET,
+                libc::SOCK_DGRAM,
+                0,
+            )
+        };
         assert_eq!(fd, 40 + libc::AF_INET);
         assert_eq!(calls(), vec![(libc::AF_INET, libc::SOCK_DGRAM, 0)]);
     }
@@ -460,7 +574,16 @@ mod tests {
         ] {
             calls();
             // SAFETY: fake_socket has socket(2)'s contract.
-            unsafe { socket_with(cfg, fake_socket, libc::AF_INET, libc::SOCK_STREAM, 0) };
+            unsafe {
+                socket_with(
+                    cfg,
+                    fake_socket,
+                    settle_ok,
+                    libc::AF_INET,
+                    libc::SOCK_STREAM,
+                    0,
+                )
+            };
             assert_eq!(
                 calls(),
                 vec![(libc::AF_INET, libc::SOCK_STREAM, 0)],
