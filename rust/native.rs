@@ -388,11 +388,30 @@ impl Native {
         to_result(unsafe { f(self.0.as_ptr(), backlog) })
     }
 
-    /// `accept(2)`: a new native socket for the next connection.
-    pub(crate) fn accept(&self, flags: c_int) -> Result<Self> {
+    /// `accept(2)`: a new native socket for the next connection. `arg` is the caller's
+    /// (flags, `kern`, and `is_empty` for io_uring), as `kernel_accept` does it.
+    pub(crate) fn accept(&self, arg: *mut bindings::proto_accept_arg) -> Result<Self> {
+        let f = self.ops().accept.ok_or(errno(bindings::EOPNOTSUPP))?;
+        let sk = self.sk();
         let mut new: *mut bindings::socket = ptr::null_mut();
-        // SAFETY: `kernel_accept` allocates `new` and forwards to our socket's accept.
-        to_result(unsafe { bindings::kernel_accept(self.0.as_ptr(), &mut new, flags) })?;
+        // SAFETY: `sk` is live; `sock_create_lite` makes an empty socket of the same kind
+        // for the native accept, which on success owns the connection; then the new
+        // socket takes the listener's ops and a reference on their module, as in
+        // `kernel_accept`.
+        unsafe {
+            to_result(bindings::sock_create_lite(
+                (*sk).__sk_common.skc_family.into(),
+                (*sk).sk_type.into(),
+                (*sk).sk_protocol.into(),
+                &mut new,
+            ))?;
+            if let Err(e) = to_result(f(self.0.as_ptr(), new, arg)) {
+                bindings::sock_release(new);
+                return Err(e);
+            }
+            (*new).ops = (*self.0.as_ptr()).ops;
+            bindings::sci_module_get((*(*new).ops).owner);
+        }
         NonNull::new(new).map(Self).ok_or(kernel::error::code::ENOMEM)
     }
 

@@ -204,10 +204,10 @@ impl SciSock {
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
-    pub(crate) fn accept(&self, own: &OwnSk, flags: c_int) -> Result<Native> {
+    pub(crate) fn accept(&self, own: &OwnSk, arg: *mut bindings::proto_accept_arg) -> Result<Native> {
         let native = self.native();
         self.sync_error(own, &native);
-        native.accept(flags)
+        native.accept(arg)
     }
 
     /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.

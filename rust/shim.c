@@ -39,6 +39,7 @@ struct sock *sci_sk_alloc(struct net *net, int family, int kern)
 }
 
 void sci_lock_sock(struct sock *sk) { lock_sock(sk); }
+void sci_module_get(struct module *module) { __module_get(module); }
 void sci_sock_hold(struct sock *sk) { sock_hold(sk); }
 void sci_sock_put(struct sock *sk) { sock_put(sk); }
 void sci_sock_orphan(struct sock *sk) { sock_orphan(sk); }

@@ -10,6 +10,7 @@
 #ifndef AF_SCI_SHIM_H
 #define AF_SCI_SHIM_H
 
+#include <linux/module.h>
 #include <linux/net.h>
 #include <linux/poll.h>
 #include <linux/seq_file.h>
@@ -33,6 +34,7 @@ struct sock *sci_sk_alloc(struct net *net, int family, int kern);
 
 /* Static inlines and macros of net/sock.h. */
 void sci_lock_sock(struct sock *sk);
+void sci_module_get(struct module *module);
 void sci_sock_hold(struct sock *sk);
 void sci_sock_put(struct sock *sk);
 void sci_sock_orphan(struct sock *sk);

@@ -263,7 +263,7 @@ unsafe extern "C" fn accept(
     // its accept arguments.
     unsafe {
         let (own, state) = parts(sock);
-        let native = match state.accept(&own, (*arg).flags) {
+        let native = match state.accept(&own, arg) {
             Ok(native) => native,
             Err(e) => return e.to_errno(),
         };
