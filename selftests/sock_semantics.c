@@ -323,7 +323,13 @@ static int ut_socket_flags(int af, int flags)
 
 	if (fd < 0)
 		FAIL("socket(%d, SOCK_STREAM, 0) for %s: %s", dom, afname(af), ename(errno));
-	check_sock(fd, af, TCP_CLOSE, 0);
+	/*
+	 * socket() cannot tell AF_SCI which address family is wanted: settle it as the
+	 * preload does for a program's socket(AF_INET6, ...).
+	 */
+	if (g_family == FAM_SCI && af == AF_INET6)
+		setint(fd, SOL_SCI, SCI_NATIVE_FAMILY, AF_INET6);
+	check_sock(fd, af, TCP_CLOSE, g_expect_sci ? af : 0);
 	return fd;
 }
 
