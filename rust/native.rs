@@ -303,6 +303,15 @@ impl Native {
         unsafe { ((*self.sk()).sk_sndbuf, (*self.sk()).sk_rcvbuf) }
     }
 
+    /// `SO_REUSEADDR` and `SO_REUSEPORT` as the native socket holds them.
+    pub(crate) fn reuse_flags(&self) -> (u8, u8) {
+        // SAFETY: `sk` is live; bitfield reads of a byte only setsockopt writes.
+        unsafe {
+            let common = &(*self.sk()).__sk_common;
+            (common.skc_reuse(), common.skc_reuseport())
+        }
+    }
+
     /// Copies the allocation context a kernel user (NBD) set on the owner.
     pub(crate) fn copy_alloc_flags_from(&self, owner: *mut bindings::sock) {
         // SAFETY: both sockets are live for the call.

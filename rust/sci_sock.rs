@@ -267,6 +267,7 @@ impl SciSock {
             // (e.g. options the socket layer checks against TCP) stays native-only.
             let _ = own.set_socket_option(optname, val, len);
             own.set_buffer_sizes(native.buffer_sizes());
+            own.set_reuse_flags(native.reuse_flags());
         } else {
             native.set_option(level, optname, val, len)?;
         }

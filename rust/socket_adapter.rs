@@ -69,6 +69,20 @@ impl OwnSk {
         }
     }
 
+    /// Mirrors `SO_REUSEADDR`/`SO_REUSEPORT`, which the socket layer refuses to set on a
+    /// socket that is not `AF_INET`/`AF_INET6` but reads back from ours.
+    pub(crate) fn set_reuse_flags(&self, (reuse, reuseport): (u8, u8)) {
+        let sk = self.as_ptr();
+        // SAFETY: live sk; the bitfields share a byte, so they change under the socket
+        // lock, as `sk_setsockopt` changes them.
+        unsafe {
+            bindings::sci_lock_sock(sk);
+            (*sk).__sk_common.set_skc_reuse(reuse);
+            (*sk).__sk_common.set_skc_reuseport(reuseport);
+            bindings::release_sock(sk);
+        }
+    }
+
     /// Applies a `SOL_SOCKET` option to our own sk, where `getsockopt` reads it.
     pub(crate) fn set_socket_option(&self, optname: c_int, val: OptVal, len: c_uint) -> Result {
         // SAFETY: live sk with its socket (ops run on an attached socket).
@@ -453,6 +467,8 @@ unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
 pub(crate) struct Family {
     ops: bindings::proto_ops,
     family: bindings::net_proto_family,
+    /// Both `proto_register` and `sock_register` succeeded: drop undoes them.
+    registered: bool,
 }
 
 // SAFETY: the tables are written once before registration and only read afterwards; the
@@ -475,7 +491,7 @@ impl Family {
             return Err(EINVAL);
         }
         let owner = module.as_ptr().cast::<bindings::module>();
-        let this = KBox::pin(
+        let mut this = KBox::pin(
             Self {
                 ops: bindings::proto_ops {
                     family: number,
@@ -503,6 +519,7 @@ impl Family {
                     ..Default::default()
                 },
                 family: bindings::net_proto_family { family: number, create: Some(create), owner },
+                registered: false,
             },
             GFP_KERNEL,
         )?;
@@ -523,6 +540,8 @@ impl Family {
             }
             return Err(kernel::error::Error::from_errno(ret));
         }
+        // SAFETY: only a plain field changes; the pinned tables do not move.
+        unsafe { Pin::get_unchecked_mut(this.as_mut()) }.registered = true;
         Ok(this)
     }
 }
@@ -536,6 +555,9 @@ impl Family {
 
 impl Drop for Family {
     fn drop(&mut self) {
+        if !self.registered {
+            return;
+        }
         // SAFETY: registered in `register`; `sock_unregister` waits for running creates.
         // No AF_SCI socket is left: each holds a module reference.
         unsafe {
