@@ -244,7 +244,9 @@ impl Native {
                 kern as c_int,
             )
         })?;
-        NonNull::new(sock).map(Self).ok_or(kernel::error::code::ENOMEM)
+        NonNull::new(sock)
+            .map(Self)
+            .ok_or(kernel::error::code::ENOMEM)
     }
 
     /// Rebuilds a handle from a pointer stored by the owner.
@@ -334,7 +336,8 @@ impl Native {
         unsafe {
             bindings::sci_callback_write_lock(sk);
             if let Some(parent) = inherited {
-                (*sk).sk_data_ready = callback_from_usize(parent.data_ready.load(Ordering::Relaxed));
+                (*sk).sk_data_ready =
+                    callback_from_usize(parent.data_ready.load(Ordering::Relaxed));
                 (*sk).sk_write_space =
                     callback_from_usize(parent.write_space.load(Ordering::Relaxed));
                 (*sk).sk_state_change =
@@ -343,10 +346,18 @@ impl Native {
                     callback_from_usize(parent.error_report.load(Ordering::Relaxed));
             }
             hooks.owner.store(owner, Ordering::Relaxed);
-            hooks.data_ready.store(callback_to_usize((*sk).sk_data_ready), Ordering::Relaxed);
-            hooks.write_space.store(callback_to_usize((*sk).sk_write_space), Ordering::Relaxed);
-            hooks.state_change.store(callback_to_usize((*sk).sk_state_change), Ordering::Relaxed);
-            hooks.error_report.store(callback_to_usize((*sk).sk_error_report), Ordering::Relaxed);
+            hooks
+                .data_ready
+                .store(callback_to_usize((*sk).sk_data_ready), Ordering::Relaxed);
+            hooks
+                .write_space
+                .store(callback_to_usize((*sk).sk_write_space), Ordering::Relaxed);
+            hooks
+                .state_change
+                .store(callback_to_usize((*sk).sk_state_change), Ordering::Relaxed);
+            hooks
+                .error_report
+                .store(callback_to_usize((*sk).sk_error_report), Ordering::Relaxed);
             (*sk).sk_data_ready = Some(forward_data_ready);
             (*sk).sk_write_space = Some(forward_write_space);
             (*sk).sk_state_change = Some(forward_state_change);
@@ -365,7 +376,8 @@ impl Native {
             bindings::sci_callback_write_lock(sk);
             if bindings::sci_user_data(sk) == ptr::from_ref(hooks).cast_mut().cast::<c_void>() {
                 (*sk).sk_data_ready = callback_from_usize(hooks.data_ready.load(Ordering::Relaxed));
-                (*sk).sk_write_space = callback_from_usize(hooks.write_space.load(Ordering::Relaxed));
+                (*sk).sk_write_space =
+                    callback_from_usize(hooks.write_space.load(Ordering::Relaxed));
                 (*sk).sk_state_change =
                     callback_from_usize(hooks.state_change.load(Ordering::Relaxed));
                 (*sk).sk_error_report =
@@ -421,7 +433,9 @@ impl Native {
             (*new).ops = (*self.0.as_ptr()).ops;
             bindings::sci_module_get((*(*new).ops).owner);
         }
-        NonNull::new(new).map(Self).ok_or(kernel::error::code::ENOMEM)
+        NonNull::new(new)
+            .map(Self)
+            .ok_or(kernel::error::code::ENOMEM)
     }
 
     /// `getsockname(2)` / `getpeername(2)`: the address length, address written to `addr`.
@@ -449,8 +463,16 @@ impl Native {
     }
 
     /// `SIOCGSTAMP` and friends.
-    pub(crate) fn gettstamp(&self, stamp: *mut c_void, timeval: bool, time32: bool) -> Result<c_int> {
-        let f = self.ops().gettstamp.ok_or(kernel::error::code::ENOIOCTLCMD)?;
+    pub(crate) fn gettstamp(
+        &self,
+        stamp: *mut c_void,
+        timeval: bool,
+        time32: bool,
+    ) -> Result<c_int> {
+        let f = self
+            .ops()
+            .gettstamp
+            .ok_or(kernel::error::code::ENOIOCTLCMD)?;
         // SAFETY: `stamp` is the caller's user pointer.
         count_result(unsafe { f(self.0.as_ptr(), stamp, timeval, time32) })
     }
@@ -477,7 +499,13 @@ impl Native {
     }
 
     /// `setsockopt(2)` at a protocol level (`SOL_TCP`, `SOL_IP`, `SOL_IPV6`).
-    pub(crate) fn set_option(&self, level: c_int, optname: c_int, val: OptVal, len: c_uint) -> Result {
+    pub(crate) fn set_option(
+        &self,
+        level: c_int,
+        optname: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
         let f = self.ops().setsockopt.ok_or(errno(bindings::ENOPROTOOPT))?;
         // SAFETY: as in `set_socket_option`.
         to_result(unsafe { f(self.0.as_ptr(), level, optname, val, len) })

@@ -18,9 +18,9 @@ use crate::socket_adapter::{copy_optval, kernel_optval, OwnSk};
 use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
-use kernel::fmt;
 use kernel::sync::Mutex;
 use kernel::uaccess::UserSlice;
 
@@ -100,14 +100,21 @@ impl SciSock {
     pub(crate) fn native(&self) -> Native {
         // Set in `init_native`/`adopt` before the socket is reachable, and never cleared
         // before `release`.
-        Native::from_ptr(self.native.load(Ordering::Acquire)).expect("AF_SCI socket without native socket")
+        Native::from_ptr(self.native.load(Ordering::Acquire))
+            .expect("AF_SCI socket without native socket")
     }
 
     /// Re-creates the (uncommitted) native socket as `family`, replaying the options.
+    /// A socket switches at most once (`EINVAL` after that): the replaced native socket
+    /// is kept until release, and one is enough for the one real case, `AF_INET` to
+    /// `AF_INET6`.
     fn switch_family(&self, own: &OwnSk, config: &mut Config, family: c_int) -> Result<Native> {
         let old = self.native();
         if config.committed || old.family() == family {
             return Ok(old);
+        }
+        if !self.retired.load(Ordering::Acquire).is_null() {
+            return Err(EINVAL);
         }
         let new = Native::create(own.net(), family, self.kern)?;
         for opt in config.options.iter_mut() {
@@ -135,15 +142,31 @@ impl SciSock {
         }
     }
 
+    /// The native socket to use for `addr`: re-created as `AF_INET6` for the first IPv6
+    /// address of an uncommitted socket.
+    fn native_for(
+        &self,
+        own: &OwnSk,
+        config: &mut Config,
+        addr: Option<&SockAddr>,
+    ) -> Result<Native> {
+        match addr.and_then(Self::wanted_family) {
+            Some(family) => self.switch_family(own, config, family),
+            None => Ok(self.native()),
+        }
+    }
+
+    /// The native socket is final from now on; recorded options are no longer needed.
+    fn mark_committed(config: &mut Config) {
+        config.committed = true;
+        config.options = KVec::new();
+    }
+
     /// Settles the family for `addr` and commits the socket to it.
     fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
         let mut config = self.config.lock();
-        let native = match addr.and_then(Self::wanted_family) {
-            Some(family) => self.switch_family(own, &mut config, family)?,
-            None => self.native(),
-        };
-        config.committed = true;
-        config.options = KVec::new();
+        let native = self.native_for(own, &mut config, addr)?;
+        Self::mark_committed(&mut config);
         Ok(native)
     }
 
@@ -175,15 +198,12 @@ impl SciSock {
     }
 
     /// `bind(2)`.
+    /// A failed bind leaves the socket uncommitted, as TCP lets a program try again.
     pub(crate) fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
         let mut config = self.config.lock();
-        let native = match Self::wanted_family(&addr) {
-            Some(family) => self.switch_family(own, &mut config, family)?,
-            None => self.native(),
-        };
+        let native = self.native_for(own, &mut config, Some(&addr))?;
         native.bind(addr)?;
-        config.committed = true;
-        config.options = KVec::new();
+        Self::mark_committed(&mut config);
         Ok(())
     }
 
@@ -204,7 +224,11 @@ impl SciSock {
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
-    pub(crate) fn accept(&self, own: &OwnSk, arg: *mut bindings::proto_accept_arg) -> Result<Native> {
+    pub(crate) fn accept(
+        &self,
+        own: &OwnSk,
+        arg: *mut bindings::proto_accept_arg,
+    ) -> Result<Native> {
         let native = self.native();
         self.sync_error(own, &native);
         native.accept(arg)
@@ -303,9 +327,18 @@ impl SciSock {
         if len > OPTION_VALUE_MAX || config.options.len() >= OPTION_RECORD_MAX {
             return Ok(());
         }
-        let mut opt = RecordedOption { level, name, len, val: [0; OPTION_VALUE_MAX] };
+        let mut opt = RecordedOption {
+            level,
+            name,
+            len,
+            val: [0; OPTION_VALUE_MAX],
+        };
         copy_optval(&mut opt.val[..len], val)?;
-        match config.options.iter_mut().find(|o| o.level == level && o.name == name) {
+        match config
+            .options
+            .iter_mut()
+            .find(|o| o.level == level && o.name == name)
+        {
             Some(old) => *old = opt,
             None => config.options.push(opt, GFP_KERNEL)?,
         }
@@ -342,7 +375,9 @@ impl SciSock {
         if user_len < 0 || (user_len as usize) < value.len() {
             return Err(EINVAL);
         }
-        UserSlice::new(val as usize, value.len()).writer().write_slice(value)?;
+        UserSlice::new(val as usize, value.len())
+            .writer()
+            .write_slice(value)?;
         UserSlice::new(len as usize, core::mem::size_of::<c_int>())
             .writer()
             .write(&(value.len() as c_int))
@@ -372,7 +407,11 @@ impl SciSock {
             "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
             "native",
             "no-fabric",
-            if native.family() == bindings::AF_INET6 as c_int { "inet6" } else { "inet" },
+            if native.family() == bindings::AF_INET6 as c_int {
+                "inet6"
+            } else {
+                "inet"
+            },
         ))
     }
 

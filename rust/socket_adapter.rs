@@ -57,7 +57,12 @@ impl OwnSk {
     /// Sets the TCP state reported to `SO_ACCEPTCONN` and `SCI_INFO`.
     pub(crate) fn set_state(&self, state: u32) {
         // SAFETY: live sk; a byte store.
-        unsafe { ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).__sk_common.skc_state), state as u8) }
+        unsafe {
+            ptr::write_volatile(
+                ptr::addr_of_mut!((*self.as_ptr()).__sk_common.skc_state),
+                state as u8,
+            )
+        }
     }
 
     /// Mirrors the native buffer sizes, which `SO_SNDBUF`/`SO_RCVBUF` read from here.
@@ -122,7 +127,11 @@ unsafe fn parts<'a>(sock: *mut bindings::socket) -> (OwnSk, &'a SciSock) {
 /// # Safety
 ///
 /// `sock` is a socket being created or accepted, without an sk yet.
-unsafe fn new_sk(net: *mut bindings::net, sock: *mut bindings::socket, kern: bool) -> Result<OwnSk> {
+unsafe fn new_sk(
+    net: *mut bindings::net,
+    sock: *mut bindings::socket,
+    kern: bool,
+) -> Result<OwnSk> {
     // SAFETY: `sk_alloc` gives a zeroed object of `proto.obj_size` = size of `SciSockObj`;
     // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
     // op can run, and dropped only in `destruct`.
@@ -241,7 +250,11 @@ unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn bind(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, len: c_int) -> c_int {
+unsafe extern "C" fn bind(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    len: c_int,
+) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     errno_of(state.bind(&own, SockAddr::new(addr, len)))
@@ -299,7 +312,11 @@ unsafe extern "C" fn accept(
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn getname(sock: *mut bindings::socket, addr: *mut bindings::sockaddr, peer: c_int) -> c_int {
+unsafe extern "C" fn getname(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    peer: c_int,
+) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
     count_of(state.native().getname(addr, peer))
@@ -336,7 +353,12 @@ unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulon
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn gettstamp(sock: *mut bindings::socket, stamp: *mut c_void, timeval: bool, time32: bool) -> c_int {
+unsafe extern "C" fn gettstamp(
+    sock: *mut bindings::socket,
+    stamp: *mut c_void,
+    timeval: bool,
+    time32: bool,
+) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
     count_of(state.native().gettstamp(stamp, timeval, time32))
@@ -414,7 +436,12 @@ unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) 
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn recvmsg(sock: *mut bindings::socket, msg: Msg, len: usize, flags: c_int) -> c_int {
+unsafe extern "C" fn recvmsg(
+    sock: *mut bindings::socket,
+    msg: Msg,
+    len: usize,
+    flags: c_int,
+) -> c_int {
     // SAFETY: an op on an attached socket.
     let (own, state) = unsafe { parts(sock) };
     count_of(state.recvmsg(&own, msg, len, flags))
@@ -434,7 +461,10 @@ unsafe extern "C" fn splice_read(
 ) -> isize {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
-    state.native().splice_read(ppos, pipe, len, flags).unwrap_or_else(|e| e.to_errno() as isize)
+    state
+        .native()
+        .splice_read(ppos, pipe, len, flags)
+        .unwrap_or_else(|e| e.to_errno() as isize)
 }
 
 /// `show_fdinfo` of our `proto_ops`.
@@ -487,7 +517,11 @@ impl Family {
     /// Registers family `number`; unregistered on drop.
     pub(crate) fn register(number: c_int, module: &'static ThisModule) -> Result<Pin<KBox<Self>>> {
         if number <= 0 || number >= bindings::NPROTO as c_int {
-            pr_err!("family={} is out of range (1..{})\n", number, bindings::NPROTO);
+            pr_err!(
+                "family={} is out of range (1..{})\n",
+                number,
+                bindings::NPROTO
+            );
             return Err(EINVAL);
         }
         let owner = module.as_ptr().cast::<bindings::module>();
@@ -518,7 +552,11 @@ impl Family {
                     show_fdinfo: Some(show_fdinfo),
                     ..Default::default()
                 },
-                family: bindings::net_proto_family { family: number, create: Some(create), owner },
+                family: bindings::net_proto_family {
+                    family: number,
+                    create: Some(create),
+                    owner,
+                },
                 registered: false,
             },
             GFP_KERNEL,
@@ -526,7 +564,9 @@ impl Family {
         FAMILY.store(number, Ordering::Relaxed);
         OPS.store(ptr::from_ref(&this.ops).cast_mut(), Ordering::Relaxed);
         // SAFETY: registers our static proto (obj_size = our sk object).
-        to_result(unsafe { bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint) })?;
+        to_result(unsafe {
+            bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint)
+        })?;
         // SAFETY: `this` is pinned and outlives the registration (dropped after unregister).
         let ret = unsafe { bindings::sock_register(&this.family) };
         if ret != 0 {

@@ -30,7 +30,8 @@
  * socket and so of the addresses it takes and returns.  A new AF_SCI socket is AF_INET
  * until its first IPv6 address (bind/connect); setting this option before the first
  * bind, connect or listen settles it explicitly (the preload sets it for programs that
- * asked for AF_INET6).  Later changes fail with EISCONN.
+ * asked for AF_INET6).  The family changes at most once (a second change fails with
+ * EINVAL), and not after the first bind, connect or listen (EISCONN).
  */
 #define SCI_NATIVE_FAMILY	2
 
