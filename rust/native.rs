@@ -415,10 +415,9 @@ impl Native {
         let f = self.ops().accept.ok_or(errno(bindings::EOPNOTSUPP))?;
         let sk = self.sk();
         let mut new: *mut bindings::socket = ptr::null_mut();
-        // SAFETY: `sk` is live; `sock_create_lite` makes an empty socket of the same kind
-        // for the native accept, which on success owns the connection; then the new
-        // socket takes the listener's ops and a reference on their module, as in
-        // `kernel_accept`.
+        // As `kernel_accept`: an empty socket of the listener's kind takes the connection,
+        // then the listener's ops and a reference on their module.
+        // SAFETY: `sk` is live; `new` is ours until returned (released on failure).
         unsafe {
             to_result(bindings::sock_create_lite(
                 (*sk).__sk_common.skc_family.into(),
