@@ -67,10 +67,10 @@ impl OwnSk {
 
     /// Mirrors the native buffer sizes, which `SO_SNDBUF`/`SO_RCVBUF` read from here.
     pub(crate) fn set_buffer_sizes(&self, (snd, rcv): (c_int, c_int)) {
-        // SAFETY: live sk; plain int stores, as `sk_setsockopt` does.
+        // SAFETY: live sk; int stores, as `sk_setsockopt`'s WRITE_ONCE.
         unsafe {
-            (*self.as_ptr()).sk_sndbuf = snd;
-            (*self.as_ptr()).sk_rcvbuf = rcv;
+            ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).sk_sndbuf), snd);
+            ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).sk_rcvbuf), rcv);
         }
     }
 
