@@ -41,8 +41,8 @@ tools: deps
 selftests: deps $(KERNEL_DEP)
 	$(MAKE) -C $(KDIR) M=$(TOP)/selftests/kmod LLVM=1 modules
 	@mkdir -p $(BUILD)
-	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi \
-		-o $(BUILD)/sock_semantics $(TOP)/selftests/sock_semantics.c
+	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi -I $(TOP)/selftests/semantics \
+		-o $(BUILD)/sock_semantics $(TOP)/selftests/semantics/*.c
 
 test: module tools selftests
 	@KDIR=$(KDIR) $(TOP)/selftests/run-tests

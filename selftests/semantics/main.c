@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sock_semantics: stream-socket semantics suite for AF_SCI.
+ *
+ * Every assertion states what Linux TCP does; run with --family inet on a plain
+ * kernel to see them all pass against TCP itself.  With --family sci the sockets
+ * under test are AF_SCI sockets (family number read from AF_SCI_FAMILY_PATH);
+ * with --family inet under an LD_PRELOAD shim that rewrites AF_INET stream
+ * sockets, set SCI_EXPECT_SCI=1 so that every socket is checked to really be
+ * AF_SCI.
+ *
+ * Each test runs in its own forked child (own process group) with an alarm()
+ * timeout.  Output is TAP-like: "ok N - name", "not ok N - name: reason".
+ *
+ * The framework is in harness.c, the tests in one file per topic; this file
+ * holds the test table.  Keep its order: fixed ports derive from the table
+ * index, and result names are compared across runs.
+ */
+#include "harness.h"
+#include "tests.h"
+
+/* ------------------------------------------------------------------------- */
+/* Test table                                                                 */
+
+static const struct test tests[] = {
+	{ "echo_v4", t_echo_v4, 0, false },
+	{ "echo_v6", t_echo_v6, 0, false },
+	{ "large_transfer_bidir", t_large_transfer, 240, false },
+	{ "nonblock_connect", t_nonblock_connect, 0, false },
+	{ "nonblock_connect_refused", t_nonblock_connect_refused, 0, false },
+	{ "connect_refused", t_connect_refused, 0, false },
+	{ "connect_twice_eisconn", t_connect_twice, 0, false },
+	{ "poll_readiness", t_poll_readiness, 0, false },
+	{ "poll_listen_pending", t_poll_listen, 0, false },
+	{ "epoll_level", t_epoll_level, 0, false },
+	{ "epoll_edge", t_epoll_edge, 0, false },
+	{ "epoll_rdhup", t_epoll_rdhup, 0, false },
+	{ "select_readiness", t_select, 0, false },
+	{ "shutdown_wr", t_shutdown_wr, 0, false },
+	{ "shutdown_rd", t_shutdown_rd, 0, false },
+	{ "msg_peek", t_msg_peek, 0, false },
+	{ "msg_waitall", t_msg_waitall, 0, false },
+	{ "msg_dontwait", t_msg_dontwait, 0, false },
+	{ "nonblock_recv_accept", t_nonblock_recv_accept, 0, false },
+	{ "so_rcvtimeo", t_so_rcvtimeo, 0, false },
+	{ "so_sndtimeo", t_so_sndtimeo, 0, false },
+	{ "sigpipe_after_close", t_sigpipe_after_close, 0, false },
+	{ "sigpipe_after_reset", t_sigpipe_after_reset, 0, false },
+	{ "msg_nosignal", t_msg_nosignal, 0, false },
+	{ "fionread_siocoutq", t_fionread_siocoutq, 0, false },
+	{ "peer_close_eof", t_peer_close_eof, 0, false },
+	{ "peer_reset_econnreset", t_peer_reset, 0, false },
+	{ "close_unread_rst", t_close_unread_rst, 0, false },
+	{ "names_v4", t_names_v4, 0, false },
+	{ "names_v6", t_names_v6, 0, false },
+	{ "names_truncated", t_names_truncated, 0, false },
+	{ "v6_dualstack_v4_client", t_v6_dualstack, 0, false },
+	{ "sockopt_tcp", t_sockopt_tcp, 0, false },
+	{ "sockopt_tcp_info", t_sockopt_tcp_info, 0, false },
+	{ "sockopt_keepalive", t_sockopt_keepalive, 0, false },
+	{ "sockopt_socket", t_sockopt_socket, 0, false },
+	{ "fork_inherit", t_fork_inherit, 0, false },
+	{ "dup_after_close", t_dup, 0, false },
+	{ "many_concurrent", t_many_concurrent, 60, false },
+	{ "mixed_tcp_client", t_mixed_tcp_client, 0, false },
+	{ "mixed_tcp_server", t_mixed_tcp_server, 0, false },
+	{ "reuseaddr_rebind", t_reuseaddr_rebind, 0, false },
+	{ "bind_eaddrinuse", t_bind_eaddrinuse, 0, false },
+	{ "listen_backlog_order", t_listen_backlog_order, 0, false },
+	{ "listen_autobind", t_listen_autobind, 0, false },
+	{ "shutdown_listener", t_shutdown_listener, 0, false },
+	{ "bad_addrlen_bind", t_bad_addrlen_bind, 0, false },
+	{ "bad_addrlen_connect", t_bad_addrlen_connect, 0, false },
+	{ "bad_family", t_bad_family, 0, false },
+	{ "connect_af_unspec", t_connect_af_unspec, 0, false },
+	{ "efault_send_recv", t_efault_send_recv, 0, false },
+	{ "efault_sendmsg_recvmsg", t_efault_msg, 0, false },
+	{ "efault_addr_ptrs", t_efault_addr, 0, false },
+	{ "bad_getsockopt", t_bad_getsockopt, 0, false },
+	{ "bad_setsockopt", t_bad_setsockopt, 0, false },
+	{ "accept_not_listening", t_accept_not_listening, 0, false },
+	{ "listen_connected", t_listen_connected, 0, false },
+	{ "send_recv_unconnected", t_send_recv_unconnected, 0, false },
+	{ "sendto_connected", t_sendto_connected, 0, false },
+	{ "recv_oob_no_urgent", t_recv_oob_no_urgent, 0, false },
+	{ "shutdown_bad", t_shutdown_bad, 0, false },
+	{ "sci_dgram_unsupported", t_sci_dgram, 0, true },
+	{ "sci_udp_proto_unsupported", t_sci_udp_proto, 0, true },
+	{ "sci_info_short_optlen", t_sci_info_short, 0, true },
+	{ "sci_info_set_enoprotoopt", t_sci_info_set, 0, true },
+	/* TABLE-END */
+};
+
+#define NTESTS (int)(sizeof(tests) / sizeof(tests[0]))
+
+int main(int argc, char **argv)
+{
+	return harness_main(argc, argv, tests, NTESTS);
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sock_semantics: readiness (poll, epoll level/edge/RDHUP, select).
+ */
+#include "harness.h"
+#include "tests.h"
+
+void t_poll_readiness(void)
+{
+	const int out = POLLOUT | POLLWRNORM, all = ALLEV;
+	int c, s, rev;
+	char buf[16];
+
+	ut_pair(AF_INET, &c, &s);
+	rev = poll1(s, all, 0);
+	CHECK(rev == out, "idle connected: revents %s", pollnames(rev));
+	rev = poll1(s, POLLIN, 0);
+	CHECK(rev == 0, "idle, POLLIN only: revents %s", pollnames(rev));
+	write_all(c, "0123456789", 10);
+	rev = wait_for(s, POLLIN);
+	CHECK(rev == POLLIN, "data, POLLIN only: revents %s", pollnames(rev));
+	wait_inq(s, 10);
+	rev = poll1(s, all, 0);
+	CHECK(rev == (out | POLLIN | POLLRDNORM), "data: revents %s", pollnames(rev));
+	read_exact(s, buf, 10);
+	rev = poll1(s, all, 0);
+	CHECK(rev == out, "drained: revents %s", pollnames(rev));
+	SYS(shutdown(c, SHUT_WR));
+	rev = wait_for(s, POLLRDHUP);
+	rev = poll1(s, all, 0);
+	CHECK(rev == (out | POLLIN | POLLRDNORM | POLLRDHUP), "peer SHUT_WR: revents %s",
+	      pollnames(rev));
+	rev = poll1(c, all, 0);
+	CHECK(rev == out, "after own SHUT_WR: revents %s", pollnames(rev));
+	SYS(shutdown(s, SHUT_WR));
+	rev = poll1(s, all, 0);
+	CHECK(rev == (out | POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP),
+	      "both directions shut: revents %s", pollnames(rev));
+	rev = wait_for(c, POLLRDHUP);
+	rev = poll1(c, all, 0);
+	CHECK(rev == (out | POLLIN | POLLRDNORM | POLLRDHUP | POLLHUP),
+	      "client, both directions shut: revents %s", pollnames(rev));
+	close(c);
+	close(s);
+}
+
+void t_poll_listen(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s, rev;
+
+	rev = poll1(l, ALLEV, 0);
+	CHECK(rev == 0, "empty listener: revents %s", pollnames(rev));
+	c = ut_connect(AF_INET, port);
+	rev = wait_for(l, POLLIN);
+	rev = poll1(l, ALLEV, 0);
+	CHECK(rev == (POLLIN | POLLRDNORM), "pending connection: revents %s", pollnames(rev));
+	s = ut_accept(l, AF_INET);
+	rev = poll1(l, ALLEV, 0);
+	CHECK(rev == 0, "accepted: revents %s", pollnames(rev));
+	close(c);
+	close(s);
+	close(l);
+}
+
+static int epwait(int ep, struct epoll_event *ev, int timeout)
+{
+	int n;
+
+	do
+		n = epoll_wait(ep, ev, 8, timeout);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		FAIL("epoll_wait: %s", ename(errno));
+	return n;
+}
+
+void t_epoll_level(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = 1 }, out[8];
+	int c, s, n, ep = SYS(epoll_create1(0));
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	write_all(c, "abc", 3);
+	n = epwait(ep, out, 10000);
+	CHECK(n == 1 && out[0].events == EPOLLIN && out[0].data.u32 == 1,
+	      "data: %d events, events %#x", n, n > 0 ? out[0].events : 0);
+	wait_inq(s, 3);
+	/* Level-triggered: reported again while data is unread. */
+	EXPECT_EQ(epwait(ep, out, 0), 1);
+	EXPECT_EQ(epwait(ep, out, 0), 1);
+	read_exact(s, buf, 2);
+	EXPECT_EQ(epwait(ep, out, 0), 1);
+	read_exact(s, buf, 1);
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	/* EPOLLOUT on a connected socket with room. */
+	ev.events = EPOLLIN | EPOLLOUT;
+	SYS(epoll_ctl(ep, EPOLL_CTL_MOD, s, &ev));
+	n = epwait(ep, out, 0);
+	CHECK(n == 1 && out[0].events == EPOLLOUT, "EPOLLOUT: %d events, events %#x", n,
+	      n > 0 ? out[0].events : 0);
+	close(ep);
+	close(c);
+	close(s);
+}
+
+void t_epoll_edge(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 7 }, out[8];
+	int c, s, n, ep = SYS(epoll_create1(0));
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	for (int i = 1; i <= 3; i++) {
+		write_all(c, "x", 1);
+		n = epwait(ep, out, 10000);
+		CHECK(n == 1 && out[0].events == EPOLLIN, "arrival %d: %d events (%#x)", i, n,
+		      n > 0 ? out[0].events : 0);
+		wait_inq(s, i);
+		/* Edge-triggered: no new report without new data. */
+		n = epwait(ep, out, 0);
+		CHECK(n == 0, "arrival %d: re-reported without new data", i);
+	}
+	read_exact(s, buf, 3);
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	/* Peer shutdown is an edge too. */
+	SYS(shutdown(c, SHUT_WR));
+	n = epwait(ep, out, 10000);
+	CHECK(n == 1 && out[0].events == EPOLLIN, "FIN: %d events (%#x)", n,
+	      n > 0 ? out[0].events : 0);
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	/* EPOLLOUT edge: reported once on registration. */
+	ev.events = EPOLLOUT | EPOLLET;
+	ev.data.u32 = 8;
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	n = epwait(ep, out, 0);
+	CHECK(n == 1 && out[0].data.u32 == 8 && out[0].events == EPOLLOUT,
+	      "EPOLLOUT|EPOLLET: %d events (%#x)", n, n > 0 ? out[0].events : 0);
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	close(ep);
+	close(c);
+	close(s);
+}
+
+void t_epoll_rdhup(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP }, out[8];
+	int c, s, n, ep = SYS(epoll_create1(0));
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	SYS(shutdown(c, SHUT_WR));
+	n = epwait(ep, out, 10000);
+	CHECK(n == 1 && out[0].events == (EPOLLIN | EPOLLRDHUP), "peer SHUT_WR: %d events (%#x)",
+	      n, n > 0 ? out[0].events : 0);
+	SYS(shutdown(s, SHUT_WR));
+	n = epwait(ep, out, 0);
+	CHECK(n == 1 && out[0].events == (EPOLLIN | EPOLLRDHUP | EPOLLHUP),
+	      "both shut: %d events (%#x)", n, n > 0 ? out[0].events : 0);
+	close(ep);
+	close(c);
+	close(s);
+}
+
+static int sel(int fd, bool *r, bool *w, int timeout_ms)
+{
+	fd_set rs, ws;
+	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+	int n;
+
+	CHECK(fd < FD_SETSIZE, "fd %d too large for select", fd);
+	FD_ZERO(&rs);
+	FD_ZERO(&ws);
+	FD_SET(fd, &rs);
+	FD_SET(fd, &ws);
+	n = select(fd + 1, &rs, w ? &ws : NULL, NULL, &tv);
+	if (n < 0)
+		FAIL("select: %s", ename(errno));
+	*r = FD_ISSET(fd, &rs);
+	if (w)
+		*w = FD_ISSET(fd, &ws);
+	return n;
+}
+
+void t_select(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s;
+	bool r, w;
+	char buf[4];
+
+	CHECK(sel(l, &r, NULL, 0) == 0 && !r, "empty listener readable");
+	c = ut_connect(AF_INET, port);
+	CHECK(sel(l, &r, NULL, 10000) == 1 && r, "listener with pending connection not readable");
+	s = ut_accept(l, AF_INET);
+	sel(s, &r, &w, 0);
+	CHECK(!r && w, "idle connected: readable %d writable %d", r, w);
+	write_all(c, "ab", 2);
+	sel(s, &r, NULL, 10000);
+	CHECK(r, "not readable with data");
+	read_exact(s, buf, 2);
+	sel(s, &r, &w, 0);
+	CHECK(!r && w, "drained: readable %d writable %d", r, w);
+	SYS(shutdown(c, SHUT_WR));
+	sel(s, &r, NULL, 10000);
+	CHECK(r, "not readable after peer SHUT_WR");
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 0);
+	close(c);
+	close(s);
+	close(l);
+}

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sock_semantics: recv flags, non-blocking I/O, timeouts, FIONREAD/SIOCOUTQ.
+ */
+#include "harness.h"
+#include "tests.h"
+
+void t_msg_peek(void)
+{
+	char out[100], a[200], b[200];
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	fill_pattern(out, sizeof(out), 11);
+	write_all(c, out, sizeof(out));
+	wait_inq(s, 100);
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 100);
+	EXPECT_EQ(recv(s, a, 10, MSG_PEEK), 10);
+	EXPECT_EQ(inq(s), 100);
+	EXPECT_EQ(recv(s, b, sizeof(b), 0), 100);
+	CHECK(!memcmp(a, out, 10) && !memcmp(b, out, 100), "peeked/read bytes differ");
+	EXPECT_ERR(recv(s, a, sizeof(a), MSG_PEEK | MSG_DONTWAIT), EAGAIN);
+	/* Peek then partial read then peek again. */
+	write_all(c, out, sizeof(out));
+	wait_inq(s, 100);
+	EXPECT_EQ(recv(s, b, 30, 0), 30);
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 70);
+	CHECK(!memcmp(a, out + 30, 70), "peek after partial read differs");
+	EXPECT_EQ(recv(s, b, sizeof(b), 0), 70);
+	close(c);
+	close(s);
+}
+
+struct slow_sender {
+	int fd, pieces, size, delay_ms;
+	bool shut;
+};
+
+static void *slow_send(void *arg)
+{
+	struct slow_sender *ss = arg;
+	char *buf = malloc(ss->size);
+
+	for (int i = 0; i < ss->pieces; i++) {
+		fill_pattern(buf, ss->size, i);
+		msleep(ss->delay_ms);
+		if (send(ss->fd, buf, ss->size, MSG_NOSIGNAL) != ss->size)
+			break;
+	}
+	if (ss->shut)
+		shutdown(ss->fd, SHUT_WR);
+	free(buf);
+	return NULL;
+}
+
+void t_msg_waitall(void)
+{
+	struct slow_sender snd = { .pieces = 4, .size = 1000, .delay_ms = 30 };
+	char buf[5000], want[1000];
+	pthread_t th;
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	snd.fd = c;
+	CHECK(!pthread_create(&th, NULL, slow_send, &snd), "pthread_create");
+	EXPECT_EQ(recv(s, buf, 4000, MSG_WAITALL), 4000);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 4; i++) {
+		fill_pattern(want, 1000, i);
+		CHECK(!memcmp(buf + i * 1000, want, 1000), "piece %d differs", i);
+	}
+	/* MSG_WAITALL stops short at EOF. */
+	snd.pieces = 1;
+	snd.size = 100;
+	snd.shut = true;
+	CHECK(!pthread_create(&th, NULL, slow_send, &snd), "pthread_create");
+	EXPECT_EQ(recv(s, buf, 1000, MSG_WAITALL), 100);
+	pthread_join(th, NULL);
+	EXPECT_EQ(recv(s, buf, 1000, MSG_WAITALL), 0);
+	close(c);
+	close(s);
+}
+
+void t_msg_dontwait(void)
+{
+	int c, s;
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	CHECK(!(fcntl(s, F_GETFL) & O_NONBLOCK), "MSG_DONTWAIT changed the file flags");
+	EXPECT_EQ(send(c, "hi", 2, MSG_DONTWAIT), 2);
+	wait_inq(s, 2);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), MSG_DONTWAIT), 2);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(c);
+	close(s);
+}
+
+void t_nonblock_recv_accept(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s, fd;
+	char buf[8];
+
+	set_nonblock(l, true);
+	EXPECT_ERR(accept(l, NULL, NULL), EAGAIN);
+	EXPECT_ERR(accept4(l, NULL, NULL, SOCK_NONBLOCK), EAGAIN);
+	c = ut_connect(AF_INET, port);
+	wait_for(l, POLLIN);
+	s = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(s >= 0, "accept4: %s", ename(errno));
+	check_sock(s, AF_INET, TCP_ESTABLISHED, AF_INET);
+	CHECK(fcntl(s, F_GETFL) & O_NONBLOCK, "accept4(SOCK_NONBLOCK): no O_NONBLOCK");
+	CHECK(fcntl(s, F_GETFD) & FD_CLOEXEC, "accept4(SOCK_CLOEXEC): no FD_CLOEXEC");
+	/* The accepted socket does not inherit the listener's O_NONBLOCK. */
+	fd = ut_connect(AF_INET, port);
+	wait_for(l, POLLIN);
+	{
+		int s2 = ut_accept(l, AF_INET);
+
+		CHECK(!(fcntl(s2, F_GETFL) & O_NONBLOCK), "accepted socket inherited O_NONBLOCK");
+		close(s2);
+	}
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), EAGAIN);
+	EXPECT_ERR(read(s, buf, sizeof(buf)), EAGAIN);
+	set_nonblock(c, true);
+	EXPECT_ERR(recv(c, buf, sizeof(buf), 0), EAGAIN);
+	write_all(c, "z", 1);
+	wait_for(s, POLLIN);
+	EXPECT_EQ(read(s, buf, sizeof(buf)), 1);
+	close(fd);
+	close(c);
+	close(s);
+	/* SOCK_NONBLOCK | SOCK_CLOEXEC at creation. */
+	fd = ut_socket_flags(AF_INET, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	CHECK(fcntl(fd, F_GETFL) & O_NONBLOCK, "socket(SOCK_NONBLOCK): no O_NONBLOCK");
+	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC, "socket(SOCK_CLOEXEC): no FD_CLOEXEC");
+	close(fd);
+	close(l);
+}
+
+static void set_timeo(int fd, int opt, long usec)
+{
+	struct timeval tv = { usec / 1000000, usec % 1000000 };
+
+	SYS(setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof(tv)));
+}
+
+static long get_timeo(int fd, int opt)
+{
+	struct timeval tv;
+	socklen_t len = sizeof(tv);
+
+	SYS(getsockopt(fd, SOL_SOCKET, opt, &tv, &len));
+	EXPECT_EQ(len, sizeof(tv));
+	return tv.tv_sec * 1000000L + tv.tv_usec;
+}
+
+void t_so_rcvtimeo(void)
+{
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s;
+	char buf[8];
+	double t0, dt;
+
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 0);
+	set_timeo(s, SO_RCVTIMEO, 300000);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 300000);
+	t0 = now();
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), EAGAIN);
+	dt = now() - t0;
+	CHECK(dt >= 0.28 && dt < 10, "recv timed out after %.3f s, expected 0.3 s", dt);
+	/* Data before the timeout is returned normally. */
+	write_all(c, "x", 1);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 1);
+	/* accept() honours SO_RCVTIMEO of the listener. */
+	set_timeo(l, SO_RCVTIMEO, 200000);
+	t0 = now();
+	EXPECT_ERR(accept(l, NULL, NULL), EAGAIN);
+	dt = now() - t0;
+	CHECK(dt >= 0.18 && dt < 10, "accept timed out after %.3f s, expected 0.2 s", dt);
+	/* Clearing it. */
+	set_timeo(s, SO_RCVTIMEO, 0);
+	EXPECT_EQ(get_timeo(s, SO_RCVTIMEO), 0);
+	close(c);
+	close(s);
+	close(l);
+}
+
+void t_so_sndtimeo(void)
+{
+	static char buf[65536];
+	int c, s, i;
+	double t0 = 0, dt = 0;
+	ssize_t n = 0;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 0);
+	set_timeo(c, SO_SNDTIMEO, 1500000);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 1500000);
+	/* Multiples of 20 ms are exact in jiffies for HZ 100, 250, 300 and 1000. */
+	set_timeo(c, SO_SNDTIMEO, 200000);
+	EXPECT_EQ(get_timeo(c, SO_SNDTIMEO), 200000);
+	/* Small buffers so that the pipe fills quickly; the peer never reads. */
+	setint(c, SOL_SOCKET, SO_SNDBUF, 32768);
+	setint(s, SOL_SOCKET, SO_RCVBUF, 32768);
+	for (i = 0; i < 1000; i++) {
+		t0 = now();
+		n = send(c, buf, sizeof(buf), MSG_NOSIGNAL);
+		dt = now() - t0;
+		if (n < 0)
+			break;
+	}
+	CHECK(n < 0, "send never blocked (%d sends)", i);
+	CHECK(errno == EAGAIN, "blocked send failed with %s, expected EAGAIN", ename(errno));
+	CHECK(dt >= 0.18 && dt < 10, "send timed out after %.3f s, expected 0.2 s", dt);
+	close(c);
+	close(s);
+}
+
+void t_fionread_siocoutq(void)
+{
+	static char buf[65536];
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 16), c, s, v, i;
+	double end;
+
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	EXPECT_EQ(inq(s), 0);
+	EXPECT_EQ(outq(c), 0);
+	/* On a listener both are EINVAL. */
+	EXPECT_ERR(ioctl(l, FIONREAD, &v), EINVAL);
+	EXPECT_ERR(ioctl(l, SIOCOUTQ, &v), EINVAL);
+	write_all(c, buf, 1234);
+	wait_inq(s, 1234);
+	EXPECT_EQ(inq(s), 1234);
+	EXPECT_EQ(recv(s, buf, 234, 0), 234);
+	EXPECT_EQ(inq(s), 1000);
+	for (end = now() + 10; outq(c) != 0 && now() < end; msleep(1))
+		;
+	EXPECT_EQ(outq(c), 0);
+	/* Fill the path: unacknowledged data shows in SIOCOUTQ. */
+	setint(s, SOL_SOCKET, SO_RCVBUF, 32768);
+	set_nonblock(c, true);
+	for (i = 0; i < 10000 && send(c, buf, sizeof(buf), 0) > 0; i++)
+		;
+	CHECK(errno == EAGAIN, "filling: %s", ename(errno));
+	v = outq(c);
+	CHECK(v > 0, "SIOCOUTQ %d with a full pipe", v);
+	/* Drain everything: SIOCOUTQ returns to 0. */
+	set_nonblock(s, true);
+	for (end = now() + 10; now() < end;) {
+		ssize_t n = recv(s, buf, sizeof(buf), 0);
+
+		if (n < 0 && errno != EAGAIN)
+			FAIL("drain: %s", ename(errno));
+		if (n < 0 && outq(c) == 0 && inq(s) == 0)
+			break;
+		if (n < 0)
+			poll1(s, POLLIN, 10);
+	}
+	EXPECT_EQ(outq(c), 0);
+	EXPECT_EQ(inq(s), 0);
+	/* FIN does not count in FIONREAD. */
+	set_nonblock(c, false);
+	write_all(c, "12345", 5);
+	SYS(shutdown(c, SHUT_WR));
+	wait_for(s, POLLRDHUP);
+	EXPECT_EQ(inq(s), 5);
+	close(c);
+	close(s);
+	close(l);
+}
