@@ -1,0 +1,374 @@
+//! Command line.
+
+use crate::bench::Test;
+use std::time::Duration;
+
+pub const USAGE: &str = "\
+Usage: sci-bench [OPTIONS]           run the benchmarks, print a table
+       sci-bench smc-setup [--eid NAME] [--list]
+                                     add a user EID so that AF_SMC uses its loopback
+                                     device (needs CAP_NET_ADMIN); --list shows the table
+       sci-bench worker              internal: the sci-preload child
+
+Every measurement starts a server thread on 127.0.0.1 (a free port) or an abstract
+AF_UNIX name and a client in the same process, runs for --time seconds, and is repeated
+--repeat times; the table shows the median of the repetitions and its ratio to tcp.
+
+Families (--families, default all):
+  tcp          AF_INET stream sockets
+  unix         AF_UNIX stream sockets
+  smc          AF_SMC (SMCPROTO_SMC, sockaddr_in); every connection is checked with
+               smc_diag, a fallback to TCP shows as smc(fallback)
+  sci          AF_SCI directly (socket(N, SOCK_STREAM, 0), N from
+               /sys/module/af_sci/parameters/family)
+  sci-preload  the tcp code path in a child process run under the preload
+               (sci-run sci-bench worker), so the unmodified path is measured
+Tests (--tests, default all):
+  pingpong     ping-pong latency, median and p99 per round trip (us)
+  stream       one-way throughput of N-byte writes (MB/s, 1 MB = 10^6 bytes)
+  rr           64 B request, 1 KiB response, one outstanding (transactions/s)
+  crr          connect + one 14 B exchange + close (connections/s)
+  multi        N concurrent 64 B ping-pong streams (aggregate transactions/s)
+
+Options:
+  --families LIST   comma-separated families (see above)
+  --tests LIST      comma-separated tests (see above)
+  --full            more sizes and stream counts (default: the quick profile)
+  --repeat R        repetitions of each measurement (default 5)
+  --time S          seconds per repetition (default 0.25 quick, 0.5 full)
+  --streams LIST    stream counts of 'multi' (default 4; full 2,4,8)
+  --json FILE       also write every number (all repetitions) as JSON to FILE
+  --smc-setup       add the user EID (as smc-setup) before measuring
+  --sci-run PATH    sci-run script used to start the sci-preload child
+                    (default: ../../sci-run from this binary, else LD_PRELOAD with
+                    libsci_preload.so next to this binary or $SCI_PRELOAD_LIB)
+  --strict          exit with status 1 when a family could not be measured or is not
+                    what its name says (AF_SMC fell back, a socket was not AF_SCI)
+  -h, --help        this help
+";
+
+/// The families of the table, in column order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    Tcp,
+    Unix,
+    Smc,
+    Sci,
+    SciPreload,
+}
+
+pub const ALL_FAMILIES: [Family; 5] = [
+    Family::Tcp,
+    Family::Unix,
+    Family::Smc,
+    Family::Sci,
+    Family::SciPreload,
+];
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Tcp => "tcp",
+            Family::Unix => "unix",
+            Family::Smc => "smc",
+            Family::Sci => "sci",
+            Family::SciPreload => "sci-preload",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Family> {
+        ALL_FAMILIES.iter().copied().find(|f| f.name() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TestKind {
+    PingPong,
+    Stream,
+    Rr,
+    Crr,
+    Multi,
+}
+
+const ALL_TESTS: [(TestKind, &str); 5] = [
+    (TestKind::PingPong, "pingpong"),
+    (TestKind::Stream, "stream"),
+    (TestKind::Rr, "rr"),
+    (TestKind::Crr, "crr"),
+    (TestKind::Multi, "multi"),
+];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOpts {
+    pub families: Vec<Family>,
+    pub tests: Vec<TestKind>,
+    pub full: bool,
+    pub repeat: usize,
+    pub time: Duration,
+    pub streams: Vec<usize>,
+    pub json: Option<String>,
+    pub smc_setup: bool,
+    pub sci_run: Option<String>,
+    pub strict: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    Help,
+    Run(RunOpts),
+    SmcSetup { eid: String, list: bool },
+    Worker,
+}
+
+fn list<T>(value: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
+    let mut out = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        out.push(parse(item).ok_or_else(|| format!("unknown {what} '{item}'"))?);
+    }
+    if out.is_empty() {
+        return Err(format!("empty list of {what}s"));
+    }
+    Ok(out)
+}
+
+/// Parses the arguments (without the program name).
+pub fn parse(args: &[String]) -> Result<Command, String> {
+    let mut it = args.iter().map(String::as_str).peekable();
+    match it.peek() {
+        Some(&"smc-setup") => {
+            it.next();
+            let mut eid = crate::smc::DEFAULT_UEID.to_string();
+            let mut list = false;
+            while let Some(a) = it.next() {
+                match a {
+                    "--eid" => eid = it.next().ok_or("--eid needs a value")?.to_string(),
+                    "--list" => list = true,
+                    "-h" | "--help" => return Ok(Command::Help),
+                    _ => return Err(format!("smc-setup: unknown argument '{a}'")),
+                }
+            }
+            crate::smc::encode_eid(&eid)?;
+            return Ok(Command::SmcSetup { eid, list });
+        }
+        Some(&"worker") => {
+            it.next();
+            // Accepted for symmetry with the other families' names; the worker always
+            // runs the tcp code path.
+            match (it.next(), it.next(), it.next()) {
+                (None, _, _) | (Some("--family"), Some("tcp"), None) => return Ok(Command::Worker),
+                _ => return Err("worker: only '--family tcp' is accepted".into()),
+            }
+        }
+        _ => {}
+    }
+    let mut o = RunOpts {
+        families: ALL_FAMILIES.to_vec(),
+        tests: ALL_TESTS.iter().map(|t| t.0).collect(),
+        full: false,
+        repeat: 5,
+        time: Duration::ZERO,
+        streams: Vec::new(),
+        json: None,
+        smc_setup: false,
+        sci_run: None,
+        strict: false,
+    };
+    let mut time = None;
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (a, None),
+        };
+        let mut value = || -> Result<&str, String> {
+            match inline {
+                Some(v) => Ok(v),
+                None => it.next().ok_or(format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--full" => o.full = true,
+            "--quick" => o.full = false,
+            "--strict" => o.strict = true,
+            "--smc-setup" => o.smc_setup = true,
+            "--families" => {
+                let mut f = list(value()?, "family", Family::parse)?;
+                f.sort();
+                f.dedup();
+                o.families = f;
+            }
+            "--tests" => {
+                o.tests = list(value()?, "test", |s| {
+                    ALL_TESTS.iter().find(|t| t.1 == s).map(|t| t.0)
+                })?
+            }
+            "--repeat" => {
+                o.repeat = value()?
+                    .parse()
+                    .ok()
+                    .filter(|r| *r >= 1)
+                    .ok_or("--repeat needs a positive number")?
+            }
+            "--time" => {
+                let t: f64 = value()?
+                    .parse()
+                    .ok()
+                    .filter(|t: &f64| *t > 0.0 && *t <= 3600.0)
+                    .ok_or("--time needs a number of seconds")?;
+                time = Some(Duration::from_secs_f64(t));
+            }
+            "--streams" => {
+                o.streams = list(value()?, "stream count", |s| {
+                    s.parse().ok().filter(|n| (1..=256).contains(n))
+                })?
+            }
+            "--json" => o.json = Some(value()?.to_string()),
+            "--sci-run" => o.sci_run = Some(value()?.to_string()),
+            _ => return Err(format!("unknown argument '{a}'")),
+        }
+    }
+    o.time = time.unwrap_or(Duration::from_millis(if o.full { 500 } else { 250 }));
+    if o.streams.is_empty() {
+        o.streams = if o.full { vec![2, 4, 8] } else { vec![4] };
+    }
+    Ok(Command::Run(o))
+}
+
+impl RunOpts {
+    /// The measurements of the chosen profile, in table order.
+    pub fn measurements(&self) -> Vec<Test> {
+        let (pp, st): (&[usize], &[usize]) = if self.full {
+            (
+                &[1, 14, 64, 256, 1024, 4096, 16384, 65536],
+                &[4096, 16384, 65536, 262144, 1 << 20],
+            )
+        } else {
+            (&[1, 14, 1024, 16384, 65536], &[4096, 65536, 1 << 20])
+        };
+        let mut out = Vec::new();
+        for kind in &self.tests {
+            match kind {
+                TestKind::PingPong => out.extend(pp.iter().map(|&size| Test::PingPong { size })),
+                TestKind::Stream => out.extend(st.iter().map(|&size| Test::Stream { size })),
+                TestKind::Rr => out.push(Test::Rr {
+                    req: 64,
+                    resp: 1024,
+                }),
+                TestKind::Crr => out.push(Test::Crr { size: 14 }),
+                TestKind::Multi => out.extend(
+                    self.streams
+                        .iter()
+                        .map(|&streams| Test::Multi { streams, size: 64 }),
+                ),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Command, String> {
+        let v: Vec<String> = s.split_whitespace().map(String::from).collect();
+        parse(&v)
+    }
+
+    fn run(s: &str) -> RunOpts {
+        match p(s).unwrap() {
+            Command::Run(o) => o,
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let o = run("");
+        assert_eq!(o.families, ALL_FAMILIES);
+        assert_eq!(o.repeat, 5);
+        assert_eq!(o.time, Duration::from_millis(250));
+        assert_eq!(o.streams, [4]);
+        assert!(!o.full && !o.strict && !o.smc_setup);
+        let m = o.measurements();
+        assert_eq!(m.len(), 5 + 3 + 1 + 1 + 1);
+        assert_eq!(m[0], Test::PingPong { size: 1 });
+        assert_eq!(m[7], Test::Stream { size: 1 << 20 });
+        assert!(m.contains(&Test::Crr { size: 14 }));
+    }
+
+    #[test]
+    fn full_profile() {
+        let o = run("--full");
+        assert_eq!(o.time, Duration::from_millis(500));
+        assert_eq!(o.streams, [2, 4, 8]);
+        assert_eq!(o.measurements().len(), 8 + 5 + 1 + 1 + 3);
+        // An explicit --time wins.
+        assert_eq!(run("--full --time 0.1").time, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn options() {
+        let o = run(
+            "--families sci-preload,tcp,tcp --tests pingpong,crr --repeat 3 --time=2 \
+                     --json out.json --streams 1,16 --strict --smc-setup --sci-run /x/sci-run",
+        );
+        assert_eq!(o.families, [Family::Tcp, Family::SciPreload]);
+        assert_eq!(o.tests, [TestKind::PingPong, TestKind::Crr]);
+        assert_eq!(o.repeat, 3);
+        assert_eq!(o.time, Duration::from_secs(2));
+        assert_eq!(o.json.as_deref(), Some("out.json"));
+        assert_eq!(o.streams, [1, 16]);
+        assert!(o.strict && o.smc_setup);
+        assert_eq!(o.sci_run.as_deref(), Some("/x/sci-run"));
+        let o = run("--tests multi --streams 1,16");
+        assert_eq!(
+            o.measurements(),
+            [
+                Test::Multi {
+                    streams: 1,
+                    size: 64
+                },
+                Test::Multi {
+                    streams: 16,
+                    size: 64
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn errors() {
+        assert!(p("--families tcp,ipx").unwrap_err().contains("ipx"));
+        assert!(p("--families ,").is_err());
+        assert!(p("--tests nope").is_err());
+        assert!(p("--repeat 0").is_err());
+        assert!(p("--repeat").is_err());
+        assert!(p("--time -1").is_err());
+        assert!(p("--streams 0").is_err());
+        assert!(p("--bogus").is_err());
+        assert!(p("smc-setup --eid bad_eid").is_err());
+        assert!(p("worker --family unix").is_err());
+    }
+
+    #[test]
+    fn subcommands() {
+        assert_eq!(p("-h").unwrap(), Command::Help);
+        assert_eq!(
+            p("smc-setup").unwrap(),
+            Command::SmcSetup {
+                eid: "SCI-BENCH".into(),
+                list: false
+            }
+        );
+        assert_eq!(
+            p("smc-setup --eid my.eid --list").unwrap(),
+            Command::SmcSetup {
+                eid: "my.eid".into(),
+                list: true
+            }
+        );
+        assert_eq!(p("worker").unwrap(), Command::Worker);
+        assert_eq!(p("worker --family tcp").unwrap(), Command::Worker);
+    }
+}

@@ -1,0 +1,399 @@
+//! Column labels (what each family's sockets really were), the table and the JSON report.
+
+use crate::args::Family;
+use crate::bench::{Better, Observed};
+use crate::smc;
+use crate::sys::AF_SMC;
+use serde::Serialize;
+
+/// What the sockets of a family were, as a column label (`sci(native)`, `smc(fallback)`),
+/// whether that is what the family's name promises, and notes explaining the label.
+pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bool, Vec<String>) {
+    let name = family.name();
+    let mut notes = Vec::new();
+    if obs.sockets == 0 {
+        return (name.to_string(), false, notes);
+    }
+    let only = |want: i32| obs.domains.keys().all(|&d| d == want);
+    match family {
+        Family::Tcp => (name.into(), only(libc::AF_INET), notes),
+        Family::Unix => (name.into(), only(libc::AF_UNIX), notes),
+        Family::Smc => {
+            if !only(AF_SMC) {
+                notes.push(format!(
+                    "{name}: sockets of family {:?}, not AF_SMC",
+                    obs.domains
+                ));
+                return (format!("{name}(not-smc)"), false, notes);
+            }
+            if obs.smc_missing > 0 {
+                notes.push(format!(
+                    "{name}: {} AF_SMC sockets were missing from smc_diag",
+                    obs.smc_missing
+                ));
+            }
+            let modes: Vec<&str> = obs.smc_modes.keys().map(|&m| smc::mode_name(m)).collect();
+            let fallback = obs.smc_modes.contains_key(&smc::SMC_DIAG_MODE_FALLBACK_TCP);
+            if fallback {
+                let reasons: Vec<String> = obs
+                    .smc_reasons
+                    .keys()
+                    .map(|&r| smc::reason_name(r))
+                    .collect();
+                notes.push(format!(
+                    "{name}: {} of {} AF_SMC sockets FELL BACK TO TCP (reason {}): the smc \
+                     column measures TCP through AF_SMC, not SMC-D",
+                    obs.smc_modes[&smc::SMC_DIAG_MODE_FALLBACK_TCP],
+                    obs.sockets,
+                    reasons.join(", ")
+                ));
+                return (format!("{name}(fallback)"), false, notes);
+            }
+            let ok = modes == ["smcd"] && obs.smc_missing == 0;
+            let label = match modes.as_slice() {
+                [m] => format!("{name}({m})"),
+                [] => format!("{name}(unknown)"),
+                _ => format!("{name}(mixed)"),
+            };
+            (label, ok, notes)
+        }
+        Family::Sci | Family::SciPreload => {
+            let Some(af) = sci_af else {
+                return (format!("{name}(not-sci)"), false, notes);
+            };
+            if !only(af) {
+                notes.push(format!(
+                    "{name}: {} of {} sockets were not AF_SCI ({af}): families {:?}",
+                    obs.sockets - obs.domains.get(&af).copied().unwrap_or(0),
+                    obs.sockets,
+                    obs.domains
+                ));
+                return (format!("{name}(not-sci)"), false, notes);
+            }
+            let modes: Vec<&str> = obs
+                .sci_modes
+                .keys()
+                .map(|&m| match m {
+                    0 => "native",
+                    1 => "sci",
+                    _ => "unknown",
+                })
+                .collect();
+            let label = match modes.as_slice() {
+                [m] => format!("{name}({m})"),
+                _ => format!("{name}(mixed)"),
+            };
+            if obs.sci_modes.contains_key(&0) {
+                let reasons: Vec<String> = obs
+                    .sci_reasons
+                    .keys()
+                    .map(|&r| match r {
+                        0 => "none".to_string(),
+                        1 => "no-fabric".to_string(),
+                        r => r.to_string(),
+                    })
+                    .collect();
+                notes.push(format!(
+                    "{name}: {} AF_SCI sockets, mode native (fallback reason {}): bytes go \
+                     over each socket's native TCP socket",
+                    obs.sockets,
+                    reasons.join(", ")
+                ));
+            }
+            (label, true, notes)
+        }
+    }
+}
+
+/// Formats a measured value with 3 to 4 significant digits.
+pub fn fmt_value(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v >= 1000.0 {
+        format!("{v:.0}")
+    } else if v >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// One family's column.
+#[derive(Clone, Debug, Serialize)]
+pub struct Column {
+    pub family: &'static str,
+    pub label: String,
+    /// False when the family could not be measured (see `unavailable`).
+    pub measured: bool,
+    pub unavailable: Option<String>,
+    /// Its sockets were what the family name says (AF_SCI, SMC-D, ...).
+    pub verified: bool,
+    pub observed: Observed,
+}
+
+/// One line of the table: a metric of a measurement, with each family's value.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub test: String,
+    pub metric: String,
+    pub unit: String,
+    pub better: Better,
+    /// Per column: the median of the repetitions, `None` when not measured.
+    pub median: Vec<Option<f64>>,
+    /// Per column: value / tcp's value.
+    pub ratio: Vec<Option<f64>>,
+    /// Per column: every repetition.
+    pub reps: Vec<Vec<f64>>,
+    /// Per column: the error of a failed run, if any.
+    pub errors: Vec<Option<String>>,
+}
+
+impl Row {
+    /// Fills `ratio` from `median`, relative to column `base` (tcp).
+    pub fn compute_ratios(&mut self, base: Option<usize>) {
+        let b = base.and_then(|i| self.median[i]).filter(|b| *b > 0.0);
+        self.ratio = self
+            .median
+            .iter()
+            .map(|v| match (v, b) {
+                (Some(v), Some(b)) => Some(v / b),
+                _ => None,
+            })
+            .collect();
+    }
+
+    pub fn title(&self) -> String {
+        if self.metric.is_empty() {
+            self.test.clone()
+        } else {
+            format!("{} {}", self.test, self.metric)
+        }
+    }
+}
+
+/// Lays out rows of cells: the first `left` columns left-aligned, the rest right-aligned,
+/// two blanks between columns, no trailing blanks.
+pub fn layout(rows: &[Vec<String>], left: usize) -> String {
+    let ncols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut width = vec![0; ncols];
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = width[i] - c.chars().count();
+            if i < left {
+                line.push_str(c);
+                line.extend(std::iter::repeat(' ').take(pad));
+            } else {
+                line.extend(std::iter::repeat(' ').take(pad));
+                line.push_str(c);
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The table: one row per metric, per family its median and, in brackets, its ratio to tcp.
+pub fn table(columns: &[Column], rows: &[Row]) -> String {
+    let mut cells = Vec::new();
+    let mut head = vec!["measurement".to_string(), "unit".into(), "better".into()];
+    head.extend(columns.iter().map(|c| c.label.clone()));
+    cells.push(head);
+    for r in rows {
+        let mut line = vec![
+            r.title(),
+            r.unit.clone(),
+            match r.better {
+                Better::Lower => "lower".into(),
+                Better::Higher => "higher".into(),
+            },
+        ];
+        for (i, c) in columns.iter().enumerate() {
+            let cell = if !c.measured {
+                "n/a".to_string()
+            } else if r.errors[i].is_some() && r.median[i].is_none() {
+                "error".to_string()
+            } else {
+                match (r.median[i], r.ratio[i]) {
+                    (Some(v), Some(q)) => format!("{} [{:.2}]", fmt_value(v), q),
+                    (Some(v), None) => format!("{} [-]", fmt_value(v)),
+                    _ => "-".into(),
+                }
+            };
+            line.push(cell);
+        }
+        cells.push(line);
+    }
+    layout(&cells, 3)
+}
+
+/// The JSON report.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub profile: &'static str,
+    pub repeat: usize,
+    pub seconds_per_run: f64,
+    pub sci_family: Option<i32>,
+    pub note: &'static str,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+    pub notes: Vec<String>,
+    pub total_seconds: f64,
+}
+
+pub const RATIO_NOTE: &str = "ratio = family / tcp (tcp = 1.00); latency (us): lower is \
+better; MB/s, trans/s, conn/s: higher is better. Under an emulated CPU (QEMU TCG) compare \
+ratios within one run only.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn obs(domains: &[(i32, u64)]) -> Observed {
+        Observed {
+            sockets: domains.iter().map(|d| d.1).sum(),
+            domains: domains.iter().copied().collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn sci_labels() {
+        let mut o = obs(&[(27, 4)]);
+        o.sci_modes = BTreeMap::from([(0, 4)]);
+        o.sci_reasons = BTreeMap::from([(1, 4)]);
+        let (l, ok, notes) = label(Family::Sci, &o, Some(27));
+        assert_eq!(l, "sci(native)");
+        assert!(ok);
+        assert!(notes[0].contains("no-fabric"));
+        o.sci_modes = BTreeMap::from([(1, 4)]);
+        assert_eq!(
+            label(Family::SciPreload, &o, Some(27)).0,
+            "sci-preload(sci)"
+        );
+        o.sci_modes = BTreeMap::from([(0, 2), (1, 2)]);
+        assert_eq!(label(Family::Sci, &o, Some(27)).0, "sci(mixed)");
+        // A preload that did not rewrite: the sockets are TCP.
+        let (l, ok, notes) = label(Family::SciPreload, &obs(&[(2, 3), (27, 1)]), Some(27));
+        assert_eq!(l, "sci-preload(not-sci)");
+        assert!(!ok);
+        assert!(notes[0].contains("3 of 4"));
+        assert!(!label(Family::Sci, &obs(&[(27, 1)]), None).1);
+    }
+
+    #[test]
+    fn smc_labels() {
+        let mut o = obs(&[(AF_SMC, 2)]);
+        o.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_SMCD, 2)]);
+        assert_eq!(
+            label(Family::Smc, &o, None),
+            ("smc(smcd)".into(), true, vec![])
+        );
+        o.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_FALLBACK_TCP, 2)]);
+        o.smc_reasons = BTreeMap::from([(smc::SMC_CLC_DECL_NOUEID, 2)]);
+        let (l, ok, notes) = label(Family::Smc, &o, None);
+        assert_eq!(l, "smc(fallback)");
+        assert!(!ok);
+        assert!(notes[0].contains("NOUEID"));
+        // One fallback among SMC-D connections is still a fallback.
+        o.smc_modes = BTreeMap::from([(1, 1), (2, 5)]);
+        assert_eq!(label(Family::Smc, &o, None).0, "smc(fallback)");
+        let mut o = obs(&[(AF_SMC, 1)]);
+        o.smc_modes = BTreeMap::from([(2, 1)]);
+        o.smc_missing = 1;
+        assert!(!label(Family::Smc, &o, None).1);
+        assert_eq!(label(Family::Smc, &obs(&[(2, 1)]), None).0, "smc(not-smc)");
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(fmt_value(12345.6), "12346");
+        assert_eq!(fmt_value(123.456), "123.5");
+        assert_eq!(fmt_value(12.345), "12.35");
+        assert_eq!(fmt_value(0.4), "0.40");
+        assert_eq!(fmt_value(f64::NAN), "-");
+    }
+
+    #[test]
+    fn layout_aligns() {
+        let t = layout(
+            &[
+                vec!["a".into(), "bb".into(), "c".into()],
+                vec!["long".into(), "1".into(), "22".into()],
+            ],
+            1,
+        );
+        assert_eq!(t, "a     bb   c\nlong   1  22\n");
+    }
+
+    fn col(label: &str, measured: bool) -> Column {
+        Column {
+            family: "x",
+            label: label.into(),
+            measured,
+            unavailable: None,
+            verified: true,
+            observed: Observed::default(),
+        }
+    }
+
+    #[test]
+    fn table_with_ratios() {
+        let mut r = Row {
+            test: "ping-pong 14 B".into(),
+            metric: "median".into(),
+            unit: "us".into(),
+            better: Better::Lower,
+            median: vec![Some(40.0), Some(16.8), None, None],
+            ratio: vec![],
+            reps: vec![vec![]; 4],
+            errors: vec![None, None, Some("boom".into()), None],
+        };
+        r.compute_ratios(Some(0));
+        assert!((r.ratio[1].unwrap() - 0.42).abs() < 1e-9);
+        let t = table(
+            &[
+                col("tcp", true),
+                col("unix", true),
+                col("sci(native)", true),
+                col("smc", false),
+            ],
+            &[r],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("measurement"));
+        assert!(lines[0].contains("sci(native)"));
+        assert!(lines[1].starts_with("ping-pong 14 B median  us"));
+        assert!(lines[1].contains("40.00 [1.00]"));
+        assert!(lines[1].contains("16.80 [0.42]"));
+        assert!(lines[1].contains("error"));
+        assert!(lines[1].ends_with("n/a"));
+        // Without a tcp value there is no ratio.
+        let mut r2 = Row {
+            test: "t".into(),
+            metric: String::new(),
+            unit: "MB/s".into(),
+            better: Better::Higher,
+            median: vec![None, Some(5.0)],
+            ratio: vec![],
+            reps: vec![vec![]; 2],
+            errors: vec![None, None],
+        };
+        r2.compute_ratios(Some(0));
+        assert_eq!(r2.ratio, [None, None]);
+        assert_eq!(r2.title(), "t");
+        assert!(table(&[col("tcp", true), col("unix", true)], &[r2]).contains("5.00 [-]"));
+    }
+}
