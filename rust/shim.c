@@ -94,9 +94,10 @@ void sci_set_user_data(struct sock *sk, void *data)
 	__rcu_assign_sk_user_data_with_flags(sk, data, SK_USER_DATA_NOCOPY);
 }
 
+/* Read under sk_callback_lock (not RCU), as smc_clcsock_user_data() does. */
 void *sci_user_data(struct sock *sk)
 {
-	return __rcu_dereference_sk_user_data_with_flags(sk, SK_USER_DATA_NOCOPY);
+	return (void *)((uintptr_t)sk->sk_user_data & SK_USER_DATA_PTRMASK);
 }
 
 static void sci_wake(struct sock *sk, __poll_t key, int async_how, int async_band)

@@ -52,7 +52,10 @@ void sci_callback_write_lock(struct sock *sk);
 void sci_callback_write_unlock(struct sock *sk);
 void sci_callback_read_lock(struct sock *sk);
 void sci_callback_read_unlock(struct sock *sk);
-/* sk_user_data with SK_USER_DATA_NOCOPY, so accepted children never inherit it. */
+/*
+ * sk_user_data with SK_USER_DATA_NOCOPY, so accepted children never inherit it; read and
+ * written under sk_callback_lock.
+ */
 void sci_set_user_data(struct sock *sk, void *data);
 void *sci_user_data(struct sock *sk);
 
