@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Control messages: fixed-size, versioned, checksummed frames.
+//!
+//! A frame is 64 bytes, eight little-endian `u64` words, so that the mailbox
+//! moves it with eight aligned word stores, the last one (sequence number +
+//! CRC) stored last:
+//!
+//! ```text
+//! 0x00 u32 magic "SCIM"   0x04 u8 version   0x05 u8 kind   0x06 u16 reserved (0)
+//! 0x08 u32 src slot       0x0c u32 src generation     (the sender's connection id)
+//! 0x10 u32 dst slot       0x14 u32 dst generation     (the receiver's; NONE in a request)
+//! 0x18 u16 src port       0x1a u16 dst port           (host order)
+//! 0x1c u8 ring log2       0x1d u8 reason    0x1e u16 reserved (0)
+//! 0x20 u64 rx area offset   (sender's receive area in its segment)
+//! 0x28 u64 credit offset    (sender's credit area in its segment)
+//! 0x30 u64 start cursor     (of the queue the sender receives on)
+//! 0x38 u32 sequence number  0x3c u32 CRC-32 of bytes 0x00..0x3c
+//! ```
+
+use super::cursor::{field16, field32, field8};
+use super::queue::QueueParams;
+use super::ring::{self, RingGeometry, CREDIT_AREA_SIZE};
+
+/// Frame size in bytes.
+pub(crate) const FRAME_SIZE: usize = 64;
+/// Frame size in words.
+pub(crate) const FRAME_WORDS: usize = 8;
+/// `"SCIM"` as a little-endian u32.
+pub(crate) const FRAME_MAGIC: u32 = u32::from_le_bytes(*b"SCIM");
+/// The frame format version this code speaks.
+pub(crate) const FRAME_VERSION: u8 = 1;
+
+/// Kinds of control message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameKind {
+    /// Connector → listener: open a connection to `dst_port`, here is my
+    /// receive queue.
+    ConnectRequest,
+    /// Listener → connector: accepted, here is my receive queue.
+    Accept,
+    /// Listener → connector: refused (see [`RejectReason`]); the connector
+    /// falls back to TCP.
+    Reject,
+    /// Either side: the connection is gone (see [`CloseReason`]). Used when
+    /// the queues cannot carry the news: an abandoned connect, a late accept
+    /// for a slot that moved on, a peer that stopped answering.
+    Close,
+}
+
+impl FrameKind {
+    /// Wire value.
+    const fn to_wire(self) -> u8 {
+        match self {
+            FrameKind::ConnectRequest => 1,
+            FrameKind::Accept => 2,
+            FrameKind::Reject => 3,
+            FrameKind::Close => 4,
+        }
+    }
+
+    /// From the wire value.
+    const fn from_wire(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(FrameKind::ConnectRequest),
+            2 => Some(FrameKind::Accept),
+            3 => Some(FrameKind::Reject),
+            4 => Some(FrameKind::Close),
+            _ => None,
+        }
+    }
+}
+
+/// Why a connect request was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RejectReason {
+    /// No AF_SCI listener on that port.
+    NoListener,
+    /// The listener's accept queue is full.
+    BacklogFull,
+    /// No memory or segment space for the queues.
+    NoResources,
+    /// Frame version or queue layout not supported.
+    Version,
+    /// Refused by policy (excluded port, disabled node).
+    Policy,
+    /// The request's queue offer was invalid.
+    BadOffer,
+}
+
+/// Why a connection is closed through the mailbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// Orderly close.
+    Graceful,
+    /// Abort (RST).
+    Abort,
+    /// The connector gave up before the answer arrived (timeout or close).
+    Abandoned,
+}
+
+/// Frame reason byte values: reject reasons 1..=6, close reasons 16..=18.
+const fn reason_to_wire(kind: FrameKind, r: Reason) -> u8 {
+    match (kind, r) {
+        (FrameKind::Reject, Reason::Reject(r)) => match r {
+            RejectReason::NoListener => 1,
+            RejectReason::BacklogFull => 2,
+            RejectReason::NoResources => 3,
+            RejectReason::Version => 4,
+            RejectReason::Policy => 5,
+            RejectReason::BadOffer => 6,
+        },
+        (FrameKind::Close, Reason::Close(r)) => match r {
+            CloseReason::Graceful => 16,
+            CloseReason::Abort => 17,
+            CloseReason::Abandoned => 18,
+        },
+        _ => 0,
+    }
+}
+
+/// Decodes the reason byte for `kind`.
+const fn reason_from_wire(kind: FrameKind, v: u8) -> Option<Reason> {
+    match kind {
+        FrameKind::ConnectRequest | FrameKind::Accept => {
+            if v == 0 {
+                Some(Reason::None)
+            } else {
+                None
+            }
+        }
+        FrameKind::Reject => match v {
+            1 => Some(Reason::Reject(RejectReason::NoListener)),
+            2 => Some(Reason::Reject(RejectReason::BacklogFull)),
+            3 => Some(Reason::Reject(RejectReason::NoResources)),
+            4 => Some(Reason::Reject(RejectReason::Version)),
+            5 => Some(Reason::Reject(RejectReason::Policy)),
+            6 => Some(Reason::Reject(RejectReason::BadOffer)),
+            _ => None,
+        },
+        FrameKind::Close => match v {
+            16 => Some(Reason::Close(CloseReason::Graceful)),
+            17 => Some(Reason::Close(CloseReason::Abort)),
+            18 => Some(Reason::Close(CloseReason::Abandoned)),
+            _ => None,
+        },
+    }
+}
+
+/// The reason carried by a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reason {
+    /// Requests and accepts carry none.
+    None,
+    /// A reject's reason.
+    Reject(RejectReason),
+    /// A close's reason.
+    Close(CloseReason),
+}
+
+/// A connection's identity on one node: its slot in the connection table and
+/// the slot's generation (bumped on every reuse of the slot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConnId {
+    /// Slot index.
+    pub(crate) slot: u32,
+    /// Generation of the slot when the connection was created.
+    pub(crate) generation: u32,
+}
+
+impl ConnId {
+    /// "No connection yet" (the destination of a connect request).
+    pub(crate) const NONE: ConnId = ConnId {
+        slot: u32::MAX,
+        generation: 0,
+    };
+
+    /// Packs into a word: slot low, generation high.
+    const fn pack(self) -> u64 {
+        (self.slot as u64) | ((self.generation as u64) << 32)
+    }
+
+    /// Unpacks a word.
+    const fn unpack(w: u64) -> Self {
+        ConnId {
+            slot: field32(w, 0),
+            generation: field32(w, 32),
+        }
+    }
+}
+
+/// A receive queue offered by the frame's sender (raw, unvalidated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct QueueOffer {
+    /// log2 of the ring size.
+    pub(crate) ring_log2: u8,
+    /// Offset of the sender's receive area in its segment.
+    pub(crate) rx_area: u64,
+    /// Offset of the sender's credit area (for the other direction) in its segment.
+    pub(crate) credit_area: u64,
+    /// Start cursor of the queue the sender receives on.
+    pub(crate) start: u64,
+}
+
+/// A validated queue offer, ready for [`Producer::new`] /
+/// [`Consumer::new`](super::queue::Consumer::new).
+///
+/// [`Producer::new`]: super::queue::Producer::new
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ValidOffer {
+    /// Ring size of the offered receive queue.
+    pub(crate) geometry: RingGeometry,
+    /// Offset of the offered receive area in the peer's segment.
+    pub(crate) rx_area: usize,
+    /// Offset of the offered credit area in the peer's segment.
+    pub(crate) credit_area: usize,
+    /// Start cursor of the offered receive queue.
+    pub(crate) start: u64,
+}
+
+impl ValidOffer {
+    /// The parameters of the queue this side will *produce* into (the peer's
+    /// receive queue), for a connection of `generation`.
+    pub(crate) const fn params(&self, generation: u32) -> QueueParams {
+        QueueParams {
+            geometry: self.geometry,
+            generation,
+            start: self.start,
+        }
+    }
+}
+
+impl QueueOffer {
+    /// Validates the offer against the length of the peer's segment as this
+    /// side mapped it (never against anything the peer says about it): ring
+    /// size in range, areas aligned, inside the segment and not overlapping.
+    pub(crate) fn validate(&self, peer_seg_len: usize) -> Option<ValidOffer> {
+        let geometry = RingGeometry::from_log2(self.ring_log2 as u32).ok()?;
+        let rx_area = usize::try_from(self.rx_area).ok()?;
+        let credit_area = usize::try_from(self.credit_area).ok()?;
+        ring::check_rx_area(peer_seg_len, rx_area, geometry).ok()?;
+        ring::check_credit_area(peer_seg_len, credit_area).ok()?;
+        let rx_end = rx_area.checked_add(geometry.rx_area_size())?;
+        let credit_end = credit_area.checked_add(CREDIT_AREA_SIZE)?;
+        if rx_area < credit_end && credit_area < rx_end {
+            return None;
+        }
+        Some(ValidOffer {
+            geometry,
+            rx_area,
+            credit_area,
+            start: self.start,
+        })
+    }
+}
+
+/// A decoded (or to-be-encoded) control message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Frame {
+    /// Message kind.
+    pub(crate) kind: FrameKind,
+    /// Mailbox sequence number (set by the mailbox on send).
+    pub(crate) seq: u32,
+    /// The sender's connection id.
+    pub(crate) src: ConnId,
+    /// The receiver's connection id ([`ConnId::NONE`] in a request).
+    pub(crate) dst: ConnId,
+    /// Connector's (source) TCP port.
+    pub(crate) src_port: u16,
+    /// Listener's (destination) TCP port.
+    pub(crate) dst_port: u16,
+    /// Reject/close reason.
+    pub(crate) reason: Reason,
+    /// The sender's receive queue (requests and accepts; zero otherwise).
+    pub(crate) offer: QueueOffer,
+}
+
+/// Why a frame was refused by [`Frame::decode`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameError {
+    /// Not a frame (bad magic): garbage or zeroed memory.
+    BadMagic,
+    /// A frame of another version; a listener answers it with
+    /// [`RejectReason::Version`] when it can.
+    Version(u8),
+    /// Checksum mismatch: torn or corrupted.
+    BadChecksum,
+    /// Unknown kind, bad reason, non-zero reserved bits, or fields that do not
+    /// belong to the kind.
+    Malformed,
+}
+
+/// CRC-32 (IEEE, reflected) of `bytes`, continuing from `crc`.
+fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            let mask = (crc & 1).wrapping_neg();
+            crc = (crc >> 1) ^ (0xedb8_8320 & mask);
+        }
+    }
+    crc
+}
+
+/// CRC of a frame's first 60 bytes (words 0..=6 and the sequence number).
+fn frame_crc(words: &[u64; FRAME_WORDS]) -> u32 {
+    let mut crc = !0u32;
+    let [w0, w1, w2, w3, w4, w5, w6, w7] = *words;
+    for w in [w0, w1, w2, w3, w4, w5, w6] {
+        crc = crc32_update(crc, &w.to_le_bytes());
+    }
+    crc = crc32_update(crc, &field32(w7, 0).to_le_bytes());
+    !crc
+}
+
+impl Frame {
+    /// A frame of `kind` with every other field zero / none.
+    pub(crate) const fn new(kind: FrameKind) -> Self {
+        Frame {
+            kind,
+            seq: 0,
+            src: ConnId::NONE,
+            dst: ConnId::NONE,
+            src_port: 0,
+            dst_port: 0,
+            reason: Reason::None,
+            offer: QueueOffer {
+                ring_log2: 0,
+                rx_area: 0,
+                credit_area: 0,
+                start: 0,
+            },
+        }
+    }
+
+    /// A connect request from `src` to the listener on `dst_port`, offering
+    /// the connector's receive queue.
+    pub(crate) const fn connect_request(
+        src: ConnId,
+        src_port: u16,
+        dst_port: u16,
+        offer: QueueOffer,
+    ) -> Self {
+        let mut f = Frame::new(FrameKind::ConnectRequest);
+        f.src = src;
+        f.src_port = src_port;
+        f.dst_port = dst_port;
+        f.offer = offer;
+        f
+    }
+
+    /// The answer to `request`: accepted by the listener's connection `src`,
+    /// offering the listener's receive queue.
+    pub(crate) const fn accept(request: &Frame, src: ConnId, offer: QueueOffer) -> Self {
+        let mut f = Frame::new(FrameKind::Accept);
+        f.src = src;
+        f.dst = request.src;
+        f.src_port = request.dst_port;
+        f.dst_port = request.src_port;
+        f.offer = offer;
+        f
+    }
+
+    /// The refusal of `request`, sent by the listener node (`src` may be any
+    /// id of the listener's node that is not [`ConnId::NONE`]).
+    pub(crate) const fn reject(request: &Frame, src: ConnId, reason: RejectReason) -> Self {
+        let mut f = Frame::new(FrameKind::Reject);
+        f.src = src;
+        f.dst = request.src;
+        f.src_port = request.dst_port;
+        f.dst_port = request.src_port;
+        f.reason = Reason::Reject(reason);
+        f
+    }
+
+    /// A close of the connection `src` (local) ↔ `dst` (peer).
+    pub(crate) const fn close(src: ConnId, dst: ConnId, reason: CloseReason) -> Self {
+        let mut f = Frame::new(FrameKind::Close);
+        f.src = src;
+        f.dst = dst;
+        f.reason = Reason::Close(reason);
+        f
+    }
+
+    /// Encodes into eight little-endian words (checksum included). A frame
+    /// built by the constructors above decodes back to itself (with `seq`);
+    /// the offer of a reject or close is not encoded, and neither is the
+    /// destination of a connect request.
+    pub(crate) fn encode(&self) -> [u64; FRAME_WORDS] {
+        let carries_offer = matches!(self.kind, FrameKind::ConnectRequest | FrameKind::Accept);
+        let offer = if carries_offer {
+            self.offer
+        } else {
+            QueueOffer::default()
+        };
+        let dst = if self.kind == FrameKind::ConnectRequest {
+            ConnId::NONE
+        } else {
+            self.dst
+        };
+        let w0 = (FRAME_MAGIC as u64)
+            | ((FRAME_VERSION as u64) << 32)
+            | ((self.kind.to_wire() as u64) << 40);
+        let w3 = (self.src_port as u64)
+            | ((self.dst_port as u64) << 16)
+            | ((offer.ring_log2 as u64) << 32)
+            | ((reason_to_wire(self.kind, self.reason) as u64) << 40);
+        let mut words = [
+            w0,
+            self.src.pack(),
+            dst.pack(),
+            w3,
+            offer.rx_area,
+            offer.credit_area,
+            offer.start,
+            self.seq as u64,
+        ];
+        let crc = frame_crc(&words);
+        words[FRAME_WORDS - 1] = (self.seq as u64) | ((crc as u64) << 32);
+        words
+    }
+
+    /// Encodes into 64 bytes.
+    pub(crate) fn encode_bytes(&self) -> [u8; FRAME_SIZE] {
+        words_to_bytes(&self.encode())
+    }
+
+    /// Decodes and validates eight words read from a mailbox slot.
+    pub(crate) fn decode(words: &[u64; FRAME_WORDS]) -> Result<Frame, FrameError> {
+        let [w0, w1, w2, w3, w4, w5, w6, w7] = *words;
+        if field32(w0, 0) != FRAME_MAGIC {
+            return Err(FrameError::BadMagic);
+        }
+        let version = field8(w0, 32);
+        if version != FRAME_VERSION {
+            return Err(FrameError::Version(version));
+        }
+        if field32(w7, 32) != frame_crc(words) {
+            return Err(FrameError::BadChecksum);
+        }
+        if w0 >> 48 != 0 || w3 >> 48 != 0 {
+            return Err(FrameError::Malformed);
+        }
+        let kind = match FrameKind::from_wire(field8(w0, 40)) {
+            Some(k) => k,
+            None => return Err(FrameError::Malformed),
+        };
+        let reason = match reason_from_wire(kind, field8(w3, 40)) {
+            Some(r) => r,
+            None => return Err(FrameError::Malformed),
+        };
+        let offer = QueueOffer {
+            ring_log2: field8(w3, 32),
+            rx_area: w4,
+            credit_area: w5,
+            start: w6,
+        };
+        let f = Frame {
+            kind,
+            seq: field32(w7, 0),
+            src: ConnId::unpack(w1),
+            dst: ConnId::unpack(w2),
+            src_port: field16(w3, 0),
+            dst_port: field16(w3, 16),
+            reason,
+            offer,
+        };
+        let carries_offer = matches!(kind, FrameKind::ConnectRequest | FrameKind::Accept);
+        let no_offer = offer.ring_log2 == 0 && w4 == 0 && w5 == 0 && w6 == 0;
+        if !carries_offer && !no_offer {
+            return Err(FrameError::Malformed);
+        }
+        let dst_none = f.dst.slot == ConnId::NONE.slot;
+        if (kind == FrameKind::ConnectRequest) != dst_none {
+            return Err(FrameError::Malformed);
+        }
+        if f.src.slot == ConnId::NONE.slot {
+            return Err(FrameError::Malformed);
+        }
+        Ok(f)
+    }
+
+    /// Decodes 64 bytes.
+    pub(crate) fn decode_bytes(bytes: &[u8; FRAME_SIZE]) -> Result<Frame, FrameError> {
+        Frame::decode(&bytes_to_words(bytes))
+    }
+}
+
+/// Eight words as 64 little-endian bytes.
+pub(crate) fn words_to_bytes(words: &[u64; FRAME_WORDS]) -> [u8; FRAME_SIZE] {
+    let mut out = [0u8; FRAME_SIZE];
+    for (chunk, w) in out.chunks_exact_mut(8).zip(words.iter()) {
+        chunk.copy_from_slice(&w.to_le_bytes());
+    }
+    out
+}
+
+/// 64 little-endian bytes as eight words.
+pub(crate) fn bytes_to_words(bytes: &[u8; FRAME_SIZE]) -> [u64; FRAME_WORDS] {
+    let mut words = [0u64; FRAME_WORDS];
+    for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(chunk);
+        *w = u64::from_le_bytes(b);
+    }
+    words
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The af_sci protocol core: ring layout, cursors, message queues, control
+//! frames, sequence ageing and the connection state machine, without I/O.
+//!
+//! Plain `core` Rust: no `std`, no `alloc`, no kernel crate, no `unsafe`, no
+//! floats, no panics on any input (no peer-controlled indexing, no unwrap,
+//! only wrapping/checked/saturating arithmetic: the kernel builds with
+//! overflow checks on). It is compiled into `af_sci.ko`
+//! (`#[path = "proto/mod.rs"] mod proto;` in the crate root) and into the host
+//! crate `tools/sci-proto`, where `cargo test -p sci-proto` runs its unit,
+//! property, two-thread stress and hostile-peer tests. Shared memory is reached
+//! only through the [`Segment`](segment::Segment) trait.
+//!
+//! This documentation is the specification the kernel code follows.
+//!
+//! # Queues
+//!
+//! A connection has one unidirectional queue per direction (SCILib's message
+//! queues, seed §5.3). A queue's ring lives in the **receiver's** segment, in
+//! its *receive area*:
+//!
+//! ```text
+//! receive area (receiver's segment, base 64-aligned)
+//! 0x00 u32 magic "SCIQ" | 0x04 u32 version | 0x08 u64 ring size |
+//! 0x10 u64 generation   | 0x18 u64 start cursor            line 0: receiver, at creation only
+//! 0x40 u64 producer cursor | 0x48 u64 producer flag word     line 1: sender (remote stores)
+//! 0x80 ring data: ring size bytes                            sender (remote stores)
+//! ```
+//!
+//! The consumer cursor and the receiver's flags do **not** live there. They
+//! live in a small *credit area* in the **sender's** segment, which the
+//! receiver writes remotely:
+//!
+//! ```text
+//! credit area (sender's segment, base 64-aligned, 64 bytes)
+//! 0x00 u64 consumer cursor | 0x08 u64 consumer flag word     line 0: receiver (remote stores)
+//! ```
+//!
+//! Why: each side then *reads* only its own, local memory on the fast path
+//! and *writes* the peer's. The receiver polls the producer cursor and flags
+//! in its own segment; the sender learns free space from the consumer cursor
+//! in its own segment. Remote reads over a fabric (SCI, PCIe NTB) are
+//! round-trips that stall the CPU for microseconds; remote writes are posted
+//! and cheap. SCILib never reads the remote copy of `MSG_HEAD` for the same
+//! reason, and SMC-D/SMC-R do the same: each side's RMBE holds the data and
+//! cursors *written to it* by the peer, announced through CDC messages into
+//! the other side's memory. Every field has exactly one writer, and each
+//! writer's fields sit on their own 64-byte cache line.
+//!
+//! Offsets are in [`ring`]. The ring is 128-aligned inside its area; the
+//! size is a power of two between 64 bytes and 1 GiB.
+//!
+//! ## Cursors
+//!
+//! Cursors are `u64` byte counts (wrap-free in practice; wrapping arithmetic
+//! anyway), starting at an agreed start value; ring offset =
+//! `cursor % ring_size`. The ring size is fixed by the receiver when it
+//! allocates the ring and is carried to the sender in the connect frame; the
+//! receiver uses only its own copy, never the header's, which it checks once
+//! at attach time ([`Consumer::new`](queue::Consumer::new)); the sender checks
+//! the offered size and placement against the length of the segment it mapped
+//! ([`QueueOffer::validate`](frame::QueueOffer::validate)).
+//!
+//! Every span handed to a caller is computed from this side's own geometry.
+//! The peer can corrupt only the byte contents and its own cursor and flags. A
+//! producer cursor that goes backwards or claims more than the ring holds, a
+//! consumer cursor that goes backwards or past what was published, or data
+//! after "done writing", is a [`ProtocolError`](error::ProtocolError),
+//! latched by the endpoint: the kernel aborts the connection. No span ever
+//! leaves the ring.
+//!
+//! ## Producer
+//!
+//! [`Producer::writable`](queue::Producer::writable) returns up to two
+//! contiguous spans (segment offsets in the receiver's segment) covering the
+//! free space; the caller copies straight from the user's `iov_iter` into them
+//! (one copy in, one copy out at the receiver), then
+//! [`commit`](queue::Producer::commit)s `n` bytes, which stores the new
+//! producer cursor last (Release). [`stage`](queue::Producer::stage) +
+//! [`publish`](queue::Producer::publish) split the two for gathering: staged
+//! bytes are in the peer's ring but not yet visible.
+//!
+//! Small-message fast path (the seed's INLINE protocol): a write of at most
+//! [`INLINE_MAX`](gather::INLINE_MAX) bytes uses
+//! [`reserve`](queue::Producer::reserve) (all or nothing), one copy (split at
+//! the ring's end at most), one cursor store. Gathering (Nagle, `TCP_NODELAY`,
+//! `TCP_CORK`, `MSG_MORE`) is the pure
+//! [`gather_decision`](gather::gather_decision), modelled on
+//! `tcp_nagle_check`.
+//!
+//! ## Consumer and the lazy consumer update
+//!
+//! [`Consumer::readable`](queue::Consumer::readable) returns the spans holding
+//! data; [`consume`](queue::Consumer::consume)`(n)` advances the local cursor
+//! only. The cursor is *published* (one remote store) only when
+//! [`should_publish_consumer`](queue::should_publish_consumer) says so: at
+//! least a threshold was consumed (default a quarter of the ring,
+//! configurable), or the writer asked for a notification, or the writer's
+//! view of the ring is full; and always before the reader sleeps
+//! ([`Consumer::prepare_wait`](queue::Consumer::prepare_wait)). So a writer
+//! never waits for space that was freed but not announced while its reader
+//! still reads or waits.
+//!
+//! ## Waiting and notification
+//!
+//! Poll-then-sleep as in seed §5.4.3: a side that must wait first posts a
+//! wait request (the "wants notify" bit plus a fresh 24-bit token in its flag
+//! word, a remote store), then issues a full fence
+//! ([`Segment::fence`](segment::Segment::fence)), then re-checks the peer's
+//! cursor (a local load), and sleeps only if nothing changed. The other side
+//! stores its cursor, fences, and loads the flag word: if a request with a
+//! token it has not answered is posted, it rings the doorbell. One of the two
+//! always sees the other's store (store → fence → load on both sides), so no
+//! wake-up is lost, and each wait request costs at most one doorbell. Flag
+//! changes that end a stream (done writing, closed, abort) always ring it.
+//! `poll()` posts a wait request the same way when it reports "not ready".
+//!
+//! ## Flag words
+//!
+//! `generation << 32 | token << 8 | bits` ([`cursor::FlagWord`]). Producer
+//! bits: wants-notify, done-writing, closed, abort. Consumer bits:
+//! wants-notify, closed. A word whose generation is not the connection's
+//! reads as "no flags": a late store from an earlier connection that used the
+//! same area cannot end a new one. Terminal bits are latched locally once
+//! seen. "Closed" is the last store a side makes to the peer's segment; after
+//! the producer's "closed" (or "abort") the peer may release the area.
+//!
+//! # Control mailbox
+//!
+//! Connection setup travels over a per-node-pair [`mailbox`] of fixed
+//! 64-byte, versioned, CRC-checked [`frame`]s (connect request, accept,
+//! reject, close), never over the TCP byte stream. A frame's last word
+//! carries its sequence number and is stored last; sequence numbers and
+//! connection generations are compared by age (`(a - b) as i32 < 0`, seed
+//! §5.3.2). A connection is named by `(slot, generation)` on each node; a slot
+//! gets a new generation on every reuse, and [`mailbox::route`] drops frames
+//! addressed to an older generation ("sequence ageing"), answering a late
+//! accept of an abandoned connect with `Close(Abandoned)`.
+//!
+//! # Connection state machine
+//!
+//! [`state::Connection`]: closed, connecting, established, local shut-wr,
+//! peer shut-wr, closing, aborted; events from local calls, mailbox answers
+//! and peer flags; outputs are [`state::Actions`] (flush, set a flag, notify
+//! the peer, wake readers/writers, release, fall back) plus what `send`,
+//! `recv` and `poll` report (`EOF`, `ECONNRESET`, `EPIPE`, ...).
+//!
+//! # Reuse of released areas
+//!
+//! After `RELEASE` the kernel stops touching the queues. Memory the peer could
+//! still write (it may not have seen an abort yet) must not be handed to a new
+//! connection until the peer has closed or the mapping is revoked; a new
+//! connection in the same area gets a new generation and start cursor, so a
+//! stale flag store is ignored and a stale cursor store is caught by cursor
+//! validation.
+
+pub(crate) mod cursor;
+pub(crate) mod error;
+pub(crate) mod frame;
+pub(crate) mod gather;
+pub(crate) mod mailbox;
+pub(crate) mod queue;
+pub(crate) mod ring;
+pub(crate) mod segment;
+pub(crate) mod state;

@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Producer and consumer endpoints of one unidirectional queue.
+//!
+//! The producer holds the receiver's segment (remote: ring + producer line) and
+//! its own credit area (local); the consumer holds its own receive area (local)
+//! and the sender's credit area (remote). Each endpoint only ever *stores* to
+//! the remote segment and *loads* from the local one.
+
+use super::cursor::{
+    self, FlagWord, NotifyLatch, CONSUMER_BITS, F_ABORT, F_CLOSED, F_DONE_WRITING, F_WANTS_NOTIFY,
+    PRODUCER_BITS,
+};
+use super::error::ProtocolError;
+use super::ring::{
+    self, RingGeometry, Spans, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, QUEUE_MAGIC, QUEUE_VERSION,
+    RX_DATA, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR, RX_PROD_FLAGS, RX_RING_SIZE, RX_START,
+    RX_VERSION,
+};
+use super::segment::Segment;
+
+/// What both ends of one queue agree on (exchanged through the control
+/// mailbox; each side validates the peer's values before use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueParams {
+    /// Ring size, fixed by the receiver that allocated the ring.
+    pub(crate) geometry: RingGeometry,
+    /// Connection generation carried in every flag word.
+    pub(crate) generation: u32,
+    /// Value both cursors start at.
+    pub(crate) start: u64,
+}
+
+/// Default consumer-update threshold: a quarter of the ring.
+pub(crate) const fn default_publish_threshold(geom: RingGeometry) -> u64 {
+    geom.size() / 4
+}
+
+/// `n` as a `u64` (saturating on a hypothetical 128-bit `usize`).
+fn to_u64(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// Offset of `field` inside an area at `base` (the area was validated to fit,
+/// so this never saturates in practice).
+const fn at(base: usize, field: usize) -> usize {
+    base.saturating_add(field)
+}
+
+/// Initializes a receive area (header and producer line) in the receiver's own
+/// segment, before offering it to the peer. The ring bytes themselves should
+/// come from zeroed memory (they are exposed to the peer).
+pub(crate) fn init_rx_area<S: Segment>(
+    seg: &S,
+    base: usize,
+    params: QueueParams,
+) -> Result<(), ProtocolError> {
+    ring::check_rx_area(seg.len(), base, params.geometry)?;
+    seg.store_u32(at(base, RX_MAGIC), QUEUE_MAGIC);
+    seg.store_u32(at(base, RX_VERSION), QUEUE_VERSION);
+    seg.store_u64(at(base, RX_RING_SIZE), params.geometry.size());
+    seg.store_u64(at(base, RX_GENERATION), u64::from(params.generation));
+    seg.store_u64(at(base, RX_START), params.start);
+    seg.store_u64(at(base, RX_PROD_CURSOR), params.start);
+    let flags = FlagWord {
+        generation: params.generation,
+        token: 0,
+        bits: 0,
+    };
+    seg.store_u64(at(base, RX_PROD_FLAGS), flags.pack());
+    Ok(())
+}
+
+/// Initializes a credit area in the sender's own segment, before offering it
+/// to the peer.
+pub(crate) fn init_credit_area<S: Segment>(
+    seg: &S,
+    base: usize,
+    params: QueueParams,
+) -> Result<(), ProtocolError> {
+    ring::check_credit_area(seg.len(), base)?;
+    seg.store_u64(at(base, CREDIT_CONS_CURSOR), params.start);
+    let flags = FlagWord {
+        generation: params.generation,
+        token: 0,
+        bits: 0,
+    };
+    seg.store_u64(at(base, CREDIT_CONS_FLAGS), flags.pack());
+    Ok(())
+}
+
+/// Whether a consumer with `unpublished` consumed-but-unannounced bytes should
+/// publish its cursor now (the lazy consumer update).
+///
+/// Publish when there is something to publish and any of: at least
+/// `threshold` bytes accumulated; the writer asked for a notification; the
+/// writer's view of the ring (`writer_view_free` = ring size minus what the
+/// consumer knows was published and not yet announced as consumed) is full.
+/// Together with the unconditional publish before the reader sleeps
+/// ([`Consumer::prepare_wait`]) this means a writer blocked on a full ring is
+/// always woken while its reader still reads.
+pub(crate) const fn should_publish_consumer(
+    unpublished: u64,
+    threshold: u64,
+    writer_wants_notify: bool,
+    writer_view_free: u64,
+) -> bool {
+    unpublished != 0
+        && (unpublished >= threshold || writer_wants_notify || writer_view_free == 0)
+}
+
+/// The peer's flags as seen by a consumer (latched: once seen, always set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PeerWriterState {
+    /// The peer will write no more data (SHUT_WR or close).
+    pub(crate) done_writing: bool,
+    /// The peer closed its socket and writes nothing more to this segment.
+    pub(crate) closed: bool,
+    /// The peer aborted the connection.
+    pub(crate) abort: bool,
+}
+
+/// The peer's flags as seen by a producer (latched).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PeerReaderState {
+    /// The peer closed its socket: it reads nothing more (writes get EPIPE).
+    pub(crate) closed: bool,
+}
+
+/// Outcome of a `prepare_wait` call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WaitDecision {
+    /// Nothing changed after the request was posted: sleep until notified (or
+    /// a timeout / signal), then call `finish_wait` and retry.
+    pub(crate) sleep: bool,
+    /// Ring the peer's doorbell (a cursor update the peer asked for was made
+    /// on the way).
+    pub(crate) notify_peer: bool,
+}
+
+/// The sending end of a queue.
+#[derive(Debug)]
+pub(crate) struct Producer<R: Segment, L: Segment> {
+    /// The receiver's segment holding the receive area (remote: stores only).
+    ring: R,
+    /// Base of the receive area in `ring`.
+    ring_base: usize,
+    /// This side's segment holding the credit area (local: loads only).
+    credit: L,
+    /// Base of the credit area in `credit`.
+    credit_base: usize,
+    /// The agreed parameters.
+    params: QueueParams,
+    /// Cursor up to which bytes were copied into the ring (staged).
+    staged: u64,
+    /// Cursor last stored to the peer (published).
+    published: u64,
+    /// Last validated consumer cursor.
+    cons_seen: u64,
+    /// This side's flag word as last stored.
+    own: FlagWord,
+    /// Latched peer flags.
+    peer: PeerReaderState,
+    /// One doorbell per reader wait request.
+    latch: NotifyLatch,
+    /// First protocol error seen, latched.
+    error: Option<ProtocolError>,
+}
+
+impl<R: Segment, L: Segment> Producer<R, L> {
+    /// Creates the producer of a queue whose receive area is at `ring_base` in
+    /// the peer's segment `ring` and whose credit area (already initialized
+    /// with [`init_credit_area`]) is at `credit_base` in the own segment
+    /// `credit`. Reads nothing remote.
+    pub(crate) fn new(
+        ring: R,
+        ring_base: usize,
+        credit: L,
+        credit_base: usize,
+        params: QueueParams,
+    ) -> Result<Self, ProtocolError> {
+        ring::check_rx_area(ring.len(), ring_base, params.geometry)?;
+        ring::check_credit_area(credit.len(), credit_base)?;
+        Ok(Self {
+            ring,
+            ring_base,
+            credit,
+            credit_base,
+            params,
+            staged: params.start,
+            published: params.start,
+            cons_seen: params.start,
+            own: FlagWord {
+                generation: params.generation,
+                token: 0,
+                bits: 0,
+            },
+            peer: PeerReaderState::default(),
+            latch: NotifyLatch::default(),
+            error: None,
+        })
+    }
+
+    /// The agreed parameters.
+    pub(crate) fn params(&self) -> QueueParams {
+        self.params
+    }
+
+    /// The latched protocol error, if any.
+    pub(crate) fn error(&self) -> Option<ProtocolError> {
+        self.error
+    }
+
+    /// Returns the latched error, if any.
+    fn check(&self) -> Result<(), ProtocolError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Latches `e` and returns it.
+    fn fail(&mut self, e: ProtocolError) -> ProtocolError {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        e
+    }
+
+    /// Free bytes by the last known consumer cursor (no memory access).
+    pub(crate) fn free(&self) -> u64 {
+        self.params
+            .geometry
+            .size()
+            .saturating_sub(cursor::distance(self.cons_seen, self.staged))
+    }
+
+    /// Bytes staged but not yet published (held back by gathering).
+    pub(crate) fn pending(&self) -> u64 {
+        cursor::distance(self.published, self.staged)
+    }
+
+    /// Bytes published but not yet known to be consumed (Nagle's "in flight").
+    pub(crate) fn in_flight(&self) -> u64 {
+        cursor::distance(self.cons_seen, self.published)
+    }
+
+    /// Bytes staged and not yet known to be consumed (SIOCOUTQ).
+    pub(crate) fn unconsumed(&self) -> u64 {
+        cursor::distance(self.cons_seen, self.staged)
+    }
+
+    /// The published producer cursor.
+    pub(crate) fn published_cursor(&self) -> u64 {
+        self.published
+    }
+
+    /// Loads and validates the consumer cursor from the local credit area;
+    /// returns the free space.
+    pub(crate) fn refresh(&mut self) -> Result<u64, ProtocolError> {
+        self.check()?;
+        let cons = self
+            .credit
+            .load_u64(at(self.credit_base, CREDIT_CONS_CURSOR));
+        match cursor::check_consumer(self.cons_seen, cons, self.published) {
+            Ok(_) => {
+                self.cons_seen = cons;
+                Ok(self.free())
+            }
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The ring regions the caller may copy into now (all free space, at most
+    /// two spans, segment offsets in the peer's segment). Copy, then
+    /// [`stage`](Self::stage) or [`commit`](Self::commit) what was written.
+    pub(crate) fn writable(&mut self) -> Result<Spans, ProtocolError> {
+        let free = self.refresh()?;
+        Ok(self.spans_at_staged(free))
+    }
+
+    /// Spans of `len` bytes at the staged cursor.
+    fn spans_at_staged(&self, len: u64) -> Spans {
+        self.params
+            .geometry
+            .spans(at(self.ring_base, RX_DATA), self.staged, len)
+    }
+
+    /// All-or-nothing reservation of exactly `len` bytes (the small-message
+    /// fast path: one copy, possibly split at the ring's end, then one cursor
+    /// store). Returns `None` if that much space is not free.
+    pub(crate) fn reserve(&mut self, len: usize) -> Result<Option<Spans>, ProtocolError> {
+        self.check()?;
+        let want = to_u64(len);
+        if self.free() < want && self.refresh()? < want {
+            return Ok(None);
+        }
+        Ok(Some(self.spans_at_staged(want)))
+    }
+
+    /// Marks `n` more bytes (copied into the spans last returned) as written,
+    /// without publishing them yet.
+    pub(crate) fn stage(&mut self, n: usize) -> Result<(), ProtocolError> {
+        self.check()?;
+        let n = to_u64(n);
+        if n > self.free() {
+            return Err(ProtocolError::Overrun);
+        }
+        self.staged = cursor::advance(self.staged, n);
+        Ok(())
+    }
+
+    /// Publishes everything staged: stores the producer cursor (Release, after
+    /// the data), then checks whether the reader asked for a notification.
+    /// Returns whether to ring the peer's doorbell.
+    pub(crate) fn publish(&mut self) -> Result<bool, ProtocolError> {
+        self.check()?;
+        if self.staged == self.published {
+            return Ok(false);
+        }
+        self.ring
+            .store_u64(at(self.ring_base, RX_PROD_CURSOR), self.staged);
+        self.published = self.staged;
+        self.ring.fence();
+        Ok(self.reader_asks())
+    }
+
+    /// [`stage`](Self::stage) `n` bytes and [`publish`](Self::publish).
+    pub(crate) fn commit(&mut self, n: usize) -> Result<bool, ProtocolError> {
+        self.stage(n)?;
+        self.publish()
+    }
+
+    /// Loads the peer's consumer flag word (local, generation-filtered) and
+    /// latches `closed`.
+    fn load_reader_flags(&mut self) -> FlagWord {
+        let w = FlagWord::filtered(
+            self.credit.load_u64(at(self.credit_base, CREDIT_CONS_FLAGS)),
+            self.params.generation,
+            CONSUMER_BITS,
+        );
+        if w.bits & F_CLOSED != 0 {
+            self.peer.closed = true;
+        }
+        w
+    }
+
+    /// Whether the reader's current wait request still needs a doorbell.
+    fn reader_asks(&mut self) -> bool {
+        let w = self.load_reader_flags();
+        self.latch.check(w)
+    }
+
+    /// The peer reader's latched state (loads the local credit flags).
+    pub(crate) fn peer(&mut self) -> PeerReaderState {
+        self.load_reader_flags();
+        self.peer
+    }
+
+    /// Stores this side's flag word to the peer.
+    fn store_flags(&mut self) {
+        self.ring
+            .store_u64(at(self.ring_base, RX_PROD_FLAGS), self.own.pack());
+    }
+
+    /// Announces "done writing" (SHUT_WR): publishes what is staged first, so
+    /// the flag is ordered after the last byte. The caller rings the doorbell.
+    pub(crate) fn set_done_writing(&mut self) -> Result<(), ProtocolError> {
+        self.publish()?;
+        if self.own.bits & F_DONE_WRITING == 0 {
+            self.own.bits |= F_DONE_WRITING;
+            self.store_flags();
+        }
+        Ok(())
+    }
+
+    /// Announces a graceful close (implies done writing): after this store
+    /// this side writes nothing more to the peer's segment. The caller rings
+    /// the doorbell.
+    pub(crate) fn set_closed(&mut self) -> Result<(), ProtocolError> {
+        self.publish()?;
+        if self.own.bits & (F_DONE_WRITING | F_CLOSED) != F_DONE_WRITING | F_CLOSED {
+            self.own.bits |= F_DONE_WRITING | F_CLOSED;
+            self.own.bits &= !F_WANTS_NOTIFY;
+            self.store_flags();
+        }
+        Ok(())
+    }
+
+    /// Announces an abort (RST). Works even after a protocol error (that is
+    /// when it is needed); staged bytes are dropped. The caller rings the
+    /// doorbell.
+    pub(crate) fn set_abort(&mut self) {
+        if self.own.bits & F_ABORT == 0 {
+            self.own.bits |= F_ABORT | F_CLOSED;
+            self.own.bits &= !F_WANTS_NOTIFY;
+            self.store_flags();
+        }
+    }
+
+    /// Before sleeping for space: posts a wait request (a new token with
+    /// "wants notify"), then (after a full fence) re-reads the consumer
+    /// cursor. Sleep only if [`WaitDecision::sleep`]; afterwards call
+    /// [`finish_wait`](Self::finish_wait). `min_free` (clamped to 1..=ring
+    /// size) is the space the writer waits for.
+    pub(crate) fn prepare_wait(&mut self, min_free: u64) -> Result<WaitDecision, ProtocolError> {
+        self.check()?;
+        let size = self.params.geometry.size();
+        let min_free = min_free.clamp(1, size);
+        self.own.token = cursor::next_token(self.own.token);
+        self.own.bits |= F_WANTS_NOTIFY;
+        self.store_flags();
+        self.ring.fence();
+        let free = self.refresh()?;
+        let closed = self.peer().closed;
+        Ok(WaitDecision {
+            sleep: free < min_free && !closed,
+            notify_peer: false,
+        })
+    }
+
+    /// Withdraws the wait request after waking (or deciding not to sleep).
+    pub(crate) fn finish_wait(&mut self) {
+        if self.own.bits & F_WANTS_NOTIFY != 0 {
+            self.own.bits &= !F_WANTS_NOTIFY;
+            self.store_flags();
+        }
+    }
+}
+
+/// The receiving end of a queue.
+#[derive(Debug)]
+pub(crate) struct Consumer<L: Segment, R: Segment> {
+    /// This side's segment holding the receive area (local: loads only,
+    /// except at initialization).
+    ring: L,
+    /// Base of the receive area in `ring`.
+    ring_base: usize,
+    /// The peer's segment holding the credit area (remote: stores only).
+    credit: R,
+    /// Base of the credit area in `credit`.
+    credit_base: usize,
+    /// The agreed parameters (the ring size is this side's own).
+    params: QueueParams,
+    /// Consumer-update threshold in bytes (1..=ring size).
+    threshold: u64,
+    /// Cursor up to which bytes were consumed locally.
+    consumed: u64,
+    /// Consumer cursor last stored to the peer.
+    published: u64,
+    /// Last validated producer cursor.
+    prod_seen: u64,
+    /// The producer cursor when "done writing" was first seen.
+    final_prod: Option<u64>,
+    /// This side's flag word as last stored.
+    own: FlagWord,
+    /// Latched peer flags.
+    peer: PeerWriterState,
+    /// One doorbell per writer wait request.
+    latch: NotifyLatch,
+    /// First protocol error seen, latched.
+    error: Option<ProtocolError>,
+}
+
+impl<L: Segment, R: Segment> Consumer<L, R> {
+    /// Creates the consumer of a queue whose receive area (initialized by
+    /// [`init_rx_area`] with the same `params`) is at `ring_base` in the own
+    /// segment `ring`, and whose credit area is at `credit_base` in the peer's
+    /// segment `credit`. `threshold` is the lazy consumer-update threshold
+    /// (clamped to 1..=ring size; see [`default_publish_threshold`]).
+    ///
+    /// The header's magic, version, ring size, generation and start are
+    /// checked against `params` (a peer may have scribbled on them); from then
+    /// on only the local copy is used.
+    pub(crate) fn new(
+        ring: L,
+        ring_base: usize,
+        credit: R,
+        credit_base: usize,
+        params: QueueParams,
+        threshold: u64,
+    ) -> Result<Self, ProtocolError> {
+        ring::check_rx_area(ring.len(), ring_base, params.geometry)?;
+        ring::check_credit_area(credit.len(), credit_base)?;
+        if ring.load_u32(at(ring_base, RX_MAGIC)) != QUEUE_MAGIC
+            || ring.load_u32(at(ring_base, RX_VERSION)) != QUEUE_VERSION
+            || ring.load_u64(at(ring_base, RX_RING_SIZE)) != params.geometry.size()
+            || ring.load_u64(at(ring_base, RX_GENERATION)) != u64::from(params.generation)
+            || ring.load_u64(at(ring_base, RX_START)) != params.start
+        {
+            return Err(ProtocolError::HeaderMismatch);
+        }
+        Ok(Self {
+            ring,
+            ring_base,
+            credit,
+            credit_base,
+            params,
+            threshold: threshold.clamp(1, params.geometry.size()),
+            consumed: params.start,
+            published: params.start,
+            prod_seen: params.start,
+            final_prod: None,
+            own: FlagWord {
+                generation: params.generation,
+                token: 0,
+                bits: 0,
+            },
+            peer: PeerWriterState::default(),
+            latch: NotifyLatch::default(),
+            error: None,
+        })
+    }
+
+    /// The agreed parameters.
+    pub(crate) fn params(&self) -> QueueParams {
+        self.params
+    }
+
+    /// The latched protocol error, if any.
+    pub(crate) fn error(&self) -> Option<ProtocolError> {
+        self.error
+    }
+
+    /// Returns the latched error, if any.
+    fn check(&self) -> Result<(), ProtocolError> {
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Latches `e` and returns it.
+    fn fail(&mut self, e: ProtocolError) -> ProtocolError {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+        e
+    }
+
+    /// Bytes available by the last validated producer cursor (no memory access).
+    pub(crate) fn available(&self) -> u64 {
+        cursor::distance(self.consumed, self.prod_seen)
+    }
+
+    /// Bytes consumed but not yet announced to the writer.
+    pub(crate) fn unpublished(&self) -> u64 {
+        cursor::distance(self.published, self.consumed)
+    }
+
+    /// The local consumer cursor.
+    pub(crate) fn consumed_cursor(&self) -> u64 {
+        self.consumed
+    }
+
+    /// The producer's flag word (local load), generation-filtered.
+    fn load_peer_flags(&self) -> FlagWord {
+        FlagWord::filtered(
+            self.ring.load_u64(at(self.ring_base, RX_PROD_FLAGS)),
+            self.params.generation,
+            PRODUCER_BITS,
+        )
+    }
+
+    /// Latches the terminal bits of a producer flag word.
+    fn latch_peer(&mut self, w: FlagWord) {
+        if w.bits & F_DONE_WRITING != 0 {
+            self.peer.done_writing = true;
+        }
+        if w.bits & F_CLOSED != 0 {
+            self.peer.closed = true;
+            self.peer.done_writing = true;
+        }
+        if w.bits & F_ABORT != 0 {
+            self.peer.abort = true;
+        }
+    }
+
+    /// Loads the producer flags then the producer cursor (both local),
+    /// validates them and returns the bytes available.
+    pub(crate) fn refresh(&mut self) -> Result<u64, ProtocolError> {
+        self.check()?;
+        // Flags first: a "done" seen here orders the final cursor before it.
+        let w = self.load_peer_flags();
+        self.latch_peer(w);
+        let prod = self.ring.load_u64(at(self.ring_base, RX_PROD_CURSOR));
+        let avail = match cursor::check_producer(
+            self.consumed,
+            self.prod_seen,
+            prod,
+            self.params.geometry.size(),
+        ) {
+            Ok(a) => a,
+            Err(e) => return Err(self.fail(e)),
+        };
+        if self.peer.done_writing {
+            match self.final_prod {
+                None => self.final_prod = Some(prod),
+                Some(f) if f != prod => return Err(self.fail(ProtocolError::DataAfterDone)),
+                Some(_) => {}
+            }
+        }
+        self.prod_seen = prod;
+        Ok(avail)
+    }
+
+    /// The ring regions holding unread data (at most two spans, segment
+    /// offsets in the own segment). Copy out, then [`consume`](Self::consume).
+    pub(crate) fn readable(&mut self) -> Result<Spans, ProtocolError> {
+        let avail = self.refresh()?;
+        Ok(self.params.geometry.spans(
+            at(self.ring_base, RX_DATA),
+            self.consumed,
+            avail,
+        ))
+    }
+
+    /// Marks `n` bytes (from the spans last returned) as read. Does not
+    /// publish: see [`should_publish`](Self::should_publish) and
+    /// [`consume_and_update`](Self::consume_and_update).
+    pub(crate) fn consume(&mut self, n: usize) -> Result<(), ProtocolError> {
+        self.check()?;
+        let n = to_u64(n);
+        if n > self.available() {
+            return Err(ProtocolError::Overrun);
+        }
+        self.consumed = cursor::advance(self.consumed, n);
+        Ok(())
+    }
+
+    /// The writer's view of free space, as far as this side knows.
+    fn writer_view_free(&self) -> u64 {
+        self.params
+            .geometry
+            .size()
+            .saturating_sub(cursor::distance(self.published, self.prod_seen))
+    }
+
+    /// Whether to publish the consumer cursor now (loads the local producer
+    /// flags): see [`should_publish_consumer`].
+    pub(crate) fn should_publish(&mut self) -> bool {
+        if self.check().is_err() {
+            return false;
+        }
+        let w = self.load_peer_flags();
+        self.latch_peer(w);
+        should_publish_consumer(
+            self.unpublished(),
+            self.threshold,
+            w.wants_notify(),
+            self.writer_view_free(),
+        )
+    }
+
+    /// Stores the consumer cursor to the peer (Release), then (after a full
+    /// fence) checks whether the writer asked for a notification. Returns
+    /// whether to ring the peer's doorbell.
+    pub(crate) fn publish(&mut self) -> Result<bool, ProtocolError> {
+        self.check()?;
+        if self.consumed != self.published {
+            self.credit
+                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
+            self.published = self.consumed;
+        }
+        self.ring.fence();
+        let w = self.load_peer_flags();
+        self.latch_peer(w);
+        Ok(self.latch.check(w))
+    }
+
+    /// [`consume`](Self::consume) `n` bytes and publish if
+    /// [`should_publish`](Self::should_publish) says so. Returns whether to
+    /// ring the peer's doorbell.
+    pub(crate) fn consume_and_update(&mut self, n: usize) -> Result<bool, ProtocolError> {
+        self.consume(n)?;
+        if self.should_publish() {
+            self.publish()
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// The peer writer's latched state (loads the local producer flags).
+    pub(crate) fn peer(&mut self) -> PeerWriterState {
+        let w = self.load_peer_flags();
+        self.latch_peer(w);
+        self.peer
+    }
+
+    /// Whether the stream is at its end: the peer is done writing and every
+    /// byte it wrote was consumed. Refreshes.
+    pub(crate) fn at_eof(&mut self) -> Result<bool, ProtocolError> {
+        let avail = self.refresh()?;
+        Ok(avail == 0 && self.peer.done_writing)
+    }
+
+    /// Stores this side's flag word to the peer.
+    fn store_flags(&mut self) {
+        self.credit
+            .store_u64(at(self.credit_base, CREDIT_CONS_FLAGS), self.own.pack());
+    }
+
+    /// Announces that this side reads nothing more (socket closed): publishes
+    /// the cursor first. After it this side writes nothing more to the peer's
+    /// segment. Works even after a protocol error. The caller rings the doorbell.
+    pub(crate) fn set_closed(&mut self) {
+        if self.error.is_none() && self.consumed != self.published {
+            self.credit
+                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
+            self.published = self.consumed;
+        }
+        if self.own.bits & F_CLOSED == 0 {
+            self.own.bits |= F_CLOSED;
+            self.own.bits &= !F_WANTS_NOTIFY;
+            self.store_flags();
+        }
+    }
+
+    /// Before sleeping for data: publishes any unannounced consumption (so a
+    /// writer blocked on a full ring is never left waiting for space this side
+    /// already freed), posts a wait request (a new token with "wants
+    /// notify"), then (after a full fence) re-reads the producer cursor and
+    /// flags. Sleep only if [`WaitDecision::sleep`]; ring the peer's doorbell
+    /// if [`WaitDecision::notify_peer`]; afterwards call
+    /// [`finish_wait`](Self::finish_wait).
+    pub(crate) fn prepare_wait(&mut self) -> Result<WaitDecision, ProtocolError> {
+        self.check()?;
+        let notify_peer = if self.consumed != self.published {
+            self.publish()?
+        } else {
+            false
+        };
+        self.own.token = cursor::next_token(self.own.token);
+        self.own.bits |= F_WANTS_NOTIFY;
+        self.store_flags();
+        self.ring.fence();
+        let avail = self.refresh()?;
+        let p = self.peer;
+        Ok(WaitDecision {
+            sleep: avail == 0 && !p.done_writing && !p.abort,
+            notify_peer,
+        })
+    }
+
+    /// Withdraws the wait request after waking (or deciding not to sleep).
+    pub(crate) fn finish_wait(&mut self) {
+        if self.own.bits & F_WANTS_NOTIFY != 0 {
+            self.own.bits &= !F_WANTS_NOTIFY;
+            self.store_flags();
+        }
+    }
+}
