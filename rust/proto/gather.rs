@@ -45,6 +45,14 @@ pub(crate) struct GatherInput {
 }
 
 /// The gathering decision.
+///
+/// On [`Hold`](GatherDecision::Hold) with data in flight the writer posts a
+/// wait request ([`Producer::request_notify`]) so that the reader's next
+/// consumer-cursor publish rings its doorbell; the doorbell handler re-runs
+/// the decision (TCP's ACK clock). Without that, a write-write-read
+/// application would stall.
+///
+/// [`Producer::request_notify`]: super::queue::Producer::request_notify
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum GatherDecision {
     /// Nothing is pending.

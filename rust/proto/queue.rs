@@ -404,19 +404,35 @@ impl<R: Segment, L: Segment> Producer<R, L> {
     /// [`finish_wait`](Self::finish_wait). `min_free` (clamped to 1..=ring
     /// size) is the space the writer waits for.
     pub(crate) fn prepare_wait(&mut self, min_free: u64) -> Result<WaitDecision, ProtocolError> {
-        self.check()?;
         let size = self.params.geometry.size();
         let min_free = min_free.clamp(1, size);
-        self.own.token = cursor::next_token(self.own.token);
-        self.own.bits |= F_WANTS_NOTIFY;
-        self.store_flags();
-        self.ring.fence();
-        let free = self.refresh()?;
+        let free = self.request_notify()?;
         let closed = self.peer().closed;
         Ok(WaitDecision {
             sleep: free < min_free && !closed,
             notify_peer: false,
         })
+    }
+
+    /// Posts a wait request (a new token with "wants notify"), fences, and
+    /// re-reads the consumer cursor; returns the free space. The reader's
+    /// next cursor publish rings the doorbell. Used by
+    /// [`prepare_wait`](Self::prepare_wait) and by gathering: a writer that
+    /// holds staged bytes back (Nagle) posts a request so that the reader's
+    /// consumption of the in-flight bytes wakes it to re-decide (TCP's ACK
+    /// clock). Withdraw it with [`finish_wait`](Self::finish_wait).
+    pub(crate) fn request_notify(&mut self) -> Result<u64, ProtocolError> {
+        self.check()?;
+        self.own.token = cursor::next_token(self.own.token);
+        self.own.bits |= F_WANTS_NOTIFY;
+        self.store_flags();
+        self.ring.fence();
+        self.refresh()
+    }
+
+    /// Whether a wait request is posted.
+    pub(crate) fn notify_requested(&self) -> bool {
+        self.own.bits & F_WANTS_NOTIFY != 0
     }
 
     /// Withdraws the wait request after waking (or deciding not to sleep).
@@ -654,14 +670,17 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
 
     /// Stores the consumer cursor to the peer (Release), then (after a full
     /// fence) checks whether the writer asked for a notification. Returns
-    /// whether to ring the peer's doorbell.
+    /// whether to ring the peer's doorbell. Does nothing if the cursor did not
+    /// move since the last publish.
     pub(crate) fn publish(&mut self) -> Result<bool, ProtocolError> {
         self.check()?;
-        if self.consumed != self.published {
-            self.credit
-                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
-            self.published = self.consumed;
+        if self.consumed == self.published {
+            // The writer read this cursor after posting any request it has.
+            return Ok(false);
         }
+        self.credit
+            .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
+        self.published = self.consumed;
         self.ring.fence();
         let w = self.load_peer_flags();
         self.latch_peer(w);
@@ -725,11 +744,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// [`finish_wait`](Self::finish_wait).
     pub(crate) fn prepare_wait(&mut self) -> Result<WaitDecision, ProtocolError> {
         self.check()?;
-        let notify_peer = if self.consumed != self.published {
-            self.publish()?
-        } else {
-            false
-        };
+        let notify_peer = self.publish()?;
         self.own.token = cursor::next_token(self.own.token);
         self.own.bits |= F_WANTS_NOTIFY;
         self.store_flags();

@@ -5,10 +5,7 @@
 //! panic-free and kernel-clean turned into errors, and holds its tests
 //! (`cargo test -p sci-proto`). The items are `pub(crate)` (the kernel builds
 //! with `-Wunreachable_pub`), so the tests live inside this crate.
-#![no_std]
-
-#[cfg(test)]
-extern crate std;
+#![cfg_attr(not(test), no_std)]
 
 // The kernel module uses the core piecemeal; here nothing outside the tests does.
 #[allow(dead_code)]
