@@ -217,16 +217,22 @@ impl<R: Segment, L: Segment> MailboxTx<R, L> {
         self.next.wrapping_sub(self.acked)
     }
 
-    /// Sends `frame` (its `seq` is replaced). On `Ok` the caller rings the
-    /// peer's doorbell.
-    pub(crate) fn send(&mut self, frame: &Frame) -> Result<u32, MailboxError> {
+    /// Loads and validates the receiver's ack (local); returns the frames
+    /// still unacknowledged.
+    pub(crate) fn refresh(&mut self) -> Result<u32, MailboxError> {
         let ack = field32(self.ack.load_u64(self.ack_base.saturating_add(MB_ACK)), 0);
         let adv = ack.wrapping_sub(self.acked);
         if adv > self.next.wrapping_sub(self.acked) {
             return Err(MailboxError::BadAck);
         }
         self.acked = ack;
-        if self.unacked() >= self.geom.slots() {
+        Ok(self.unacked())
+    }
+
+    /// Sends `frame` (its `seq` is replaced) and returns its sequence number.
+    /// On `Ok` the caller rings the peer's doorbell.
+    pub(crate) fn send(&mut self, frame: &Frame) -> Result<u32, MailboxError> {
+        if self.refresh()? >= self.geom.slots() {
             return Err(MailboxError::Full);
         }
         let mut f = *frame;
@@ -380,7 +386,9 @@ pub(crate) fn route(frame: &Frame, slot: Option<&SlotView>) -> Route {
         }
         FrameKind::Close => match v.peer {
             Some(p) if p == frame.src => Route::Deliver,
-            Some(p) if p.slot == frame.src.slot && seq_older(frame.src.generation, p.generation) => {
+            Some(p)
+                if p.slot == frame.src.slot && seq_older(frame.src.generation, p.generation) =>
+            {
                 Route::Stale {
                     answer_abandoned: false,
                 }
@@ -398,4 +406,3 @@ pub(crate) fn route(frame: &Frame, slot: Option<&SlotView>) -> Route {
 pub(crate) const fn is_abort(frame: &Frame) -> bool {
     matches!(frame.reason, Reason::Close(CloseReason::Abort))
 }
-

@@ -105,8 +105,7 @@ pub(crate) const fn should_publish_consumer(
     writer_wants_notify: bool,
     writer_view_free: u64,
 ) -> bool {
-    unpublished != 0
-        && (unpublished >= threshold || writer_wants_notify || writer_view_free == 0)
+    unpublished != 0 && (unpublished >= threshold || writer_wants_notify || writer_view_free == 0)
 }
 
 /// The peer's flags as seen by a consumer (latched: once seen, always set).
@@ -335,7 +334,8 @@ impl<R: Segment, L: Segment> Producer<R, L> {
     /// latches `closed`.
     fn load_reader_flags(&mut self) -> FlagWord {
         let w = FlagWord::filtered(
-            self.credit.load_u64(at(self.credit_base, CREDIT_CONS_FLAGS)),
+            self.credit
+                .load_u64(at(self.credit_base, CREDIT_CONS_FLAGS)),
             self.params.generation,
             CONSUMER_BITS,
         );
@@ -624,11 +624,10 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// offsets in the own segment). Copy out, then [`consume`](Self::consume).
     pub(crate) fn readable(&mut self) -> Result<Spans, ProtocolError> {
         let avail = self.refresh()?;
-        Ok(self.params.geometry.spans(
-            at(self.ring_base, RX_DATA),
-            self.consumed,
-            avail,
-        ))
+        Ok(self
+            .params
+            .geometry
+            .spans(at(self.ring_base, RX_DATA), self.consumed, avail))
     }
 
     /// Marks `n` bytes (from the spans last returned) as read. Does not

@@ -1,1 +1,395 @@
-//! placeholder
+//! Control frames, the mailbox ring and sequence ageing.
+
+use proptest::prelude::*;
+
+use super::TestSegment;
+use crate::proto::frame::{
+    bytes_to_words, words_to_bytes, CloseReason, ConnId, Frame, FrameError, FrameKind, QueueOffer,
+    RejectReason, FRAME_SIZE, FRAME_WORDS,
+};
+use crate::proto::mailbox::{
+    self, age, next_generation, route, seq_older, Age, MailboxError, MailboxGeometry, MailboxRx,
+    MailboxTx, Route, SlotView,
+};
+
+fn conn_id() -> impl Strategy<Value = ConnId> {
+    (0u32..u32::MAX, any::<u32>()).prop_map(|(slot, generation)| ConnId { slot, generation })
+}
+
+fn offer() -> impl Strategy<Value = QueueOffer> {
+    (any::<u8>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
+        |(ring_log2, rx_area, credit_area, start)| QueueOffer {
+            ring_log2,
+            rx_area,
+            credit_area,
+            start,
+        },
+    )
+}
+
+fn reject_reason() -> impl Strategy<Value = RejectReason> {
+    prop_oneof![
+        Just(RejectReason::NoListener),
+        Just(RejectReason::BacklogFull),
+        Just(RejectReason::NoResources),
+        Just(RejectReason::Version),
+        Just(RejectReason::Policy),
+        Just(RejectReason::BadOffer),
+    ]
+}
+
+fn close_reason() -> impl Strategy<Value = CloseReason> {
+    prop_oneof![
+        Just(CloseReason::Graceful),
+        Just(CloseReason::Abort),
+        Just(CloseReason::Abandoned),
+    ]
+}
+
+/// Any well-formed frame.
+fn frame() -> impl Strategy<Value = Frame> {
+    let req = (conn_id(), any::<u16>(), any::<u16>(), offer())
+        .prop_map(|(src, sp, dp, o)| Frame::connect_request(src, sp, dp, o));
+    (
+        req,
+        conn_id(),
+        offer(),
+        reject_reason(),
+        close_reason(),
+        conn_id(),
+        0u8..4,
+        any::<u32>(),
+    )
+        .prop_map(|(req, me, o, rr, cr, other, k, seq)| {
+            let mut f = match k {
+                0 => req,
+                1 => Frame::accept(&req, me, o),
+                2 => Frame::reject(&req, me, rr),
+                _ => Frame::close(me, other, cr),
+            };
+            f.seq = seq;
+            f
+        })
+}
+
+proptest! {
+    #[test]
+    fn frames_roundtrip(f in frame()) {
+        let words = f.encode();
+        prop_assert_eq!(Frame::decode(&words), Ok(f));
+        let bytes = f.encode_bytes();
+        prop_assert_eq!(bytes_to_words(&bytes), words);
+        prop_assert_eq!(words_to_bytes(&words), bytes);
+        prop_assert_eq!(Frame::decode_bytes(&bytes), Ok(f));
+    }
+
+    #[test]
+    fn any_bit_flip_is_caught(f in frame(), bit in 0usize..(FRAME_SIZE * 8)) {
+        let mut bytes = f.encode_bytes();
+        bytes[bit / 8] ^= 1 << (bit % 8);
+        prop_assert!(Frame::decode_bytes(&bytes).is_err());
+    }
+
+    #[test]
+    fn garbage_never_panics(words in proptest::array::uniform8(any::<u64>())) {
+        let _ = Frame::decode(&words);
+    }
+
+    #[test]
+    fn ageing_is_antisymmetric(a in any::<u32>(), d in 1u32..(1 << 31)) {
+        let b = a.wrapping_add(d);
+        prop_assert!(seq_older(a, b));
+        prop_assert!(!seq_older(b, a));
+        prop_assert_eq!(age(a, a), Age::Same);
+    }
+}
+
+#[test]
+fn frame_validation_errors() {
+    let f = Frame::close(
+        ConnId {
+            slot: 1,
+            generation: 2,
+        },
+        ConnId {
+            slot: 3,
+            generation: 4,
+        },
+        CloseReason::Abort,
+    );
+    let words = f.encode();
+    let mut w = words;
+    w[0] ^= 1;
+    assert_eq!(Frame::decode(&w), Err(FrameError::BadMagic));
+    let mut w = words;
+    w[0] = (w[0] & !(0xff << 32)) | (2 << 32);
+    assert_eq!(Frame::decode(&w), Err(FrameError::Version(2)));
+    let mut w = words;
+    w[4] = 1;
+    assert_eq!(Frame::decode(&w), Err(FrameError::BadChecksum));
+    assert_eq!(
+        Frame::decode(&[0; FRAME_WORDS]),
+        Err(FrameError::BadMagic),
+        "zeroed memory is not a frame"
+    );
+    // Well-formed encoding, wrong contents for the kind: re-checksummed.
+    let mut bad = Frame::new(FrameKind::Reject);
+    bad.src = ConnId {
+        slot: 1,
+        generation: 1,
+    };
+    bad.dst = bad.src;
+    assert_eq!(
+        Frame::decode(&bad.encode()),
+        Err(FrameError::Malformed),
+        "a reject without a reason"
+    );
+    let mut bad = Frame::new(FrameKind::Accept);
+    bad.src = ConnId {
+        slot: 1,
+        generation: 1,
+    };
+    assert_eq!(
+        Frame::decode(&bad.encode()),
+        Err(FrameError::Malformed),
+        "an accept addressed to nobody"
+    );
+}
+
+#[test]
+fn offers_validated_against_our_mapping() {
+    let ok = QueueOffer {
+        ring_log2: 12,
+        rx_area: 0,
+        credit_area: 4096 + 128,
+        start: 5,
+    };
+    let v = ok.validate(8192).unwrap();
+    assert_eq!(v.geometry.size(), 4096);
+    assert_eq!(v.params(9).generation, 9);
+    assert_eq!(v.params(9).start, 5);
+    assert!(
+        ok.validate(4096 + 128 + 63).is_none(),
+        "credit area past the end"
+    );
+    let overlap = QueueOffer {
+        credit_area: 64,
+        ..ok
+    };
+    assert!(overlap.validate(1 << 20).is_none());
+    let big = QueueOffer {
+        ring_log2: 31,
+        ..ok
+    };
+    assert!(big.validate(usize::MAX).is_none());
+    let misaligned = QueueOffer { rx_area: 8, ..ok };
+    assert!(misaligned.validate(1 << 20).is_none());
+}
+
+#[test]
+fn mailbox_delivers_in_order_with_flow_control() {
+    let geom = MailboxGeometry::from_log2(2).unwrap(); // 4 slots
+    let rx_seg = TestSegment::new(64 + geom.area_size());
+    let tx_seg = TestSegment::new(128);
+    mailbox::init_slots(&rx_seg, 64, geom).unwrap();
+    mailbox::init_ack(&tx_seg, 64).unwrap();
+    let mut tx = MailboxTx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
+    let mut rx = MailboxRx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
+    assert_eq!(rx.poll(), Ok(None), "zeroed slots are empty");
+    let mk = |i: u32| {
+        Frame::close(
+            ConnId {
+                slot: i,
+                generation: 1,
+            },
+            ConnId {
+                slot: 7,
+                generation: 1,
+            },
+            CloseReason::Graceful,
+        )
+    };
+    let mut next_rx = 0u32;
+    for i in 0..1000u32 {
+        match tx.send(&mk(i)) {
+            Ok(seq) => assert_eq!(seq, i + 1),
+            Err(MailboxError::Full) => {
+                // Drain two, then retry.
+                for _ in 0..2 {
+                    let f = rx.poll().unwrap().unwrap();
+                    assert_eq!(f.src.slot, next_rx);
+                    next_rx += 1;
+                }
+                tx.send(&mk(i)).unwrap();
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+        assert!(tx.unacked() <= 4);
+    }
+    while let Some(f) = rx.poll().unwrap() {
+        assert_eq!(f.src.slot, next_rx);
+        next_rx += 1;
+    }
+    assert_eq!(next_rx, 1000);
+    assert_eq!(tx.refresh(), Ok(0));
+}
+
+#[test]
+fn mailbox_hostile_ack_and_sequence() {
+    let geom = MailboxGeometry::from_log2(1).unwrap();
+    let slots = TestSegment::new(geom.area_size());
+    let ack = TestSegment::new(64);
+    mailbox::init_slots(&slots, 0, geom).unwrap();
+    mailbox::init_ack(&ack, 0).unwrap();
+    let mut tx = MailboxTx::new(&slots, 0, &ack, 0, geom).unwrap();
+    let f = Frame::close(
+        ConnId {
+            slot: 1,
+            generation: 1,
+        },
+        ConnId {
+            slot: 2,
+            generation: 1,
+        },
+        CloseReason::Abort,
+    );
+    tx.send(&f).unwrap();
+    ack.poke(0, 1000); // acks frames never sent
+    assert_eq!(tx.send(&f), Err(MailboxError::BadAck));
+    let mut rx = MailboxRx::new(&slots, 0, &ack, 0, geom).unwrap();
+    slots.poke(64 + 56, 5); // slot 1 claims seq 5 while 1 is expected... slot 1 is seq 1
+    assert_eq!(rx.poll(), Err(MailboxError::SequenceJump));
+    // A slot with the expected sequence but garbage is consumed and reported.
+    slots.poke(64 + 56, 1);
+    assert!(matches!(rx.poll(), Err(MailboxError::Frame(_))));
+    assert_eq!(rx.poll(), Ok(None));
+    assert!(MailboxGeometry::from_log2(9).is_err());
+    assert!(MailboxTx::new(&slots, 8, &ack, 0, geom).is_err());
+    assert!(MailboxRx::new(&slots, 0, &ack, 64, geom).is_err());
+}
+
+#[test]
+fn sequence_ageing_routes_stale_frames_away() {
+    let me = ConnId {
+        slot: 4,
+        generation: 10,
+    };
+    let peer = ConnId {
+        slot: 9,
+        generation: 3,
+    };
+    let connecting = SlotView {
+        local: me,
+        peer: None,
+        awaiting_answer: true,
+    };
+    let connected = SlotView {
+        local: me,
+        peer: Some(peer),
+        awaiting_answer: false,
+    };
+    let req = Frame::connect_request(me, 1000, 80, QueueOffer::default());
+    assert_eq!(route(&req, None), Route::Listener);
+
+    // The listener's answer to the current request.
+    let acc = Frame::accept(&req, peer, QueueOffer::default());
+    assert_eq!(route(&acc, Some(&connecting)), Route::Deliver);
+    assert_eq!(
+        route(&acc, Some(&connected)),
+        Route::Bogus,
+        "duplicate accept"
+    );
+    // An accept for an older use of the slot: stale, answer "abandoned".
+    let old_req = Frame::connect_request(
+        ConnId {
+            slot: 4,
+            generation: 9,
+        },
+        1000,
+        80,
+        QueueOffer::default(),
+    );
+    let old_acc = Frame::accept(&old_req, peer, QueueOffer::default());
+    assert_eq!(
+        route(&old_acc, Some(&connecting)),
+        Route::Stale {
+            answer_abandoned: true
+        }
+    );
+    assert_eq!(
+        route(&old_acc, None),
+        Route::Stale {
+            answer_abandoned: true
+        },
+        "slot freed"
+    );
+    // A generation we never issued.
+    let future = Frame::accept(
+        &Frame::connect_request(
+            ConnId {
+                slot: 4,
+                generation: 11,
+            },
+            1,
+            2,
+            QueueOffer::default(),
+        ),
+        peer,
+        QueueOffer::default(),
+    );
+    assert_eq!(route(&future, Some(&connecting)), Route::Bogus);
+    let rej = Frame::reject(&old_req, peer, RejectReason::BacklogFull);
+    assert_eq!(
+        route(&rej, Some(&connecting)),
+        Route::Stale {
+            answer_abandoned: false
+        }
+    );
+
+    // Closes: from the right peer, from an older peer in the same slot, from a stranger.
+    let close = Frame::close(peer, me, CloseReason::Abort);
+    assert_eq!(route(&close, Some(&connected)), Route::Deliver);
+    assert!(mailbox::is_abort(&close));
+    let old_peer = ConnId {
+        slot: 9,
+        generation: 2,
+    };
+    assert_eq!(
+        route(
+            &Frame::close(old_peer, me, CloseReason::Graceful),
+            Some(&connected)
+        ),
+        Route::Stale {
+            answer_abandoned: false
+        }
+    );
+    let stranger = ConnId {
+        slot: 77,
+        generation: 3,
+    };
+    assert_eq!(
+        route(
+            &Frame::close(stranger, me, CloseReason::Graceful),
+            Some(&connected)
+        ),
+        Route::Bogus
+    );
+    let old_me = ConnId {
+        slot: 4,
+        generation: 9,
+    };
+    assert_eq!(
+        route(
+            &Frame::close(peer, old_me, CloseReason::Abort),
+            Some(&connected)
+        ),
+        Route::Stale {
+            answer_abandoned: false
+        },
+        "a close for the previous connection in this slot"
+    );
+
+    // Generations never reuse 0 and age correctly across the wrap.
+    assert_eq!(next_generation(u32::MAX), 1);
+    assert!(seq_older(u32::MAX, next_generation(u32::MAX)));
+}

@@ -303,7 +303,9 @@ pub(crate) fn stream_byte(seed: u64, pos: u64) -> u8 {
 
 /// `len` bytes of stream `seed` starting at `pos`.
 pub(crate) fn stream(seed: u64, pos: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| stream_byte(seed, pos + i)).collect()
+    (0..len as u64)
+        .map(|i| stream_byte(seed, pos + i))
+        .collect()
 }
 
 /// A small xorshift generator for the threaded tests.

@@ -49,7 +49,11 @@ fn op(ring: usize) -> impl Strategy<Value = Op> {
 
 /// Start cursors: zero, just before the u64 wrap, anything.
 fn start() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(0u64), (0u64..4096).prop_map(|d| u64::MAX - d), any::<u64>()]
+    prop_oneof![
+        Just(0u64),
+        (0u64..4096).prop_map(|d| u64::MAX - d),
+        any::<u64>()
+    ]
 }
 
 /// Model state alongside the real endpoints.
@@ -95,7 +99,10 @@ impl Model {
         assert!(p.free() <= self.true_free(), "writer overstates space");
         assert_eq!(p.pending(), self.written - self.published);
         assert_eq!(c.unpublished(), self.read - self.reader_published);
-        assert!(c.available() <= self.published - self.read, "reader overstates data");
+        assert!(
+            c.available() <= self.published - self.read,
+            "reader overstates data"
+        );
         assert!(p.error().is_none() && c.error().is_none());
     }
 
@@ -121,10 +128,7 @@ impl Model {
                 }
                 // Staging more than offered is refused, and changes nothing.
                 let too_much = self.q.producer.free() as usize + 1;
-                assert_eq!(
-                    self.q.producer.stage(too_much),
-                    Err(ProtocolError::Overrun)
-                );
+                assert_eq!(self.q.producer.stage(too_much), Err(ProtocolError::Overrun));
             }
             Op::Inline { len } => {
                 let free_before = self.q.producer.refresh().unwrap();
@@ -193,7 +197,9 @@ impl Model {
                     self.q.consumer.consume(n).unwrap();
                 }
                 assert_eq!(
-                    self.q.consumer.consume(1 + self.q.consumer.available() as usize),
+                    self.q
+                        .consumer
+                        .consume(1 + self.q.consumer.available() as usize),
                     Err(ProtocolError::Overrun)
                 );
             }
@@ -383,7 +389,11 @@ fn exactly_full_and_wrap() {
     assert_eq!(s.total(), 64);
     assert_eq!(q.rx_seg.copy_from_spans(s, 10), stream(3, 0, 10));
     q.consumer.consume_and_update(10).unwrap();
-    assert_eq!(q.consumer.unpublished(), 0, "writer saw a full ring: publish");
+    assert_eq!(
+        q.consumer.unpublished(),
+        0,
+        "writer saw a full ring: publish"
+    );
     assert_eq!(q.producer.writable().unwrap().total(), 10);
     // The producer cursor crosses u64::MAX here; spans wrap around the ring.
     let s = q.producer.writable().unwrap();

@@ -3,21 +3,27 @@
 use proptest::prelude::*;
 
 use crate::proto::cursor::{
-    check_consumer, check_producer, FlagWord, NotifyLatch, F_ABORT, F_WANTS_NOTIFY,
-    PRODUCER_BITS, TOKEN_MASK,
+    check_consumer, check_producer, FlagWord, NotifyLatch, F_ABORT, F_WANTS_NOTIFY, PRODUCER_BITS,
+    TOKEN_MASK,
 };
 use crate::proto::error::ProtocolError;
 use crate::proto::ring::{
     self, RingGeometry, Span, Spans, CACHE_LINE, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS,
-    MAX_RING_LOG2, MIN_RING_LOG2, RX_DATA, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR,
-    RX_PROD_FLAGS, RX_RING_SIZE, RX_START, RX_VERSION,
+    MAX_RING_LOG2, MIN_RING_LOG2, RX_DATA, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR, RX_PROD_FLAGS,
+    RX_RING_SIZE, RX_START, RX_VERSION,
 };
 
 #[test]
 fn layout_lines_and_alignment() {
     // Receiver-written header line, sender-written producer line, data: each
     // on its own cache line(s), every u64 field 8-aligned.
-    for off in [RX_RING_SIZE, RX_GENERATION, RX_START, RX_PROD_CURSOR, RX_PROD_FLAGS] {
+    for off in [
+        RX_RING_SIZE,
+        RX_GENERATION,
+        RX_START,
+        RX_PROD_CURSOR,
+        RX_PROD_FLAGS,
+    ] {
         assert_eq!(off % 8, 0);
     }
     assert_eq!(RX_MAGIC % 4, 0);
@@ -29,7 +35,7 @@ fn layout_lines_and_alignment() {
         assert_eq!(off / CACHE_LINE, 1, "sender's fields on line 1");
     }
     assert_eq!(RX_DATA % 128, 0);
-    assert!(RX_DATA >= 2 * CACHE_LINE);
+    const _: () = assert!(RX_DATA >= 2 * CACHE_LINE);
     for off in [CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS] {
         assert_eq!(off % 8, 0);
         assert_eq!(off / CACHE_LINE, 0);
@@ -170,7 +176,10 @@ fn notify_latch_once_per_request() {
     };
     assert!(!l.check(req(0, 0)));
     assert!(l.check(req(1, F_WANTS_NOTIFY)));
-    assert!(!l.check(req(1, F_WANTS_NOTIFY)), "same request: one doorbell");
+    assert!(
+        !l.check(req(1, F_WANTS_NOTIFY)),
+        "same request: one doorbell"
+    );
     assert!(l.check(req(2, F_WANTS_NOTIFY)), "new request");
     assert!(!l.check(req(2, F_ABORT)), "withdrawn");
     assert!(

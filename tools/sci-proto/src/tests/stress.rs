@@ -41,7 +41,10 @@ impl Doorbell {
             .wait_timeout_while(g, Duration::from_secs(20), |n| *n == ticket)
             .unwrap();
         drop(g);
-        assert!(!timeout.timed_out(), "{who}: lost wake-up (no doorbell in 20 s)");
+        assert!(
+            !timeout.timed_out(),
+            "{who}: lost wake-up (no doorbell in 20 s)"
+        );
     }
 }
 
@@ -414,7 +417,9 @@ fn two_threads_ping_pong_with_nagle() {
         let (mut sent, mut got, mut bells) = (0, 0, 0);
         for _ in 0..ROUNDS {
             bells += send_two(&mut a_tx, &a_tx_seg, &mut sent, &a_peer, MSS);
-            bells += receive(&mut a_rx, &a_rx_seg, &mut got, 20, &mut a_tx, &a_me, &a_peer, MSS);
+            bells += receive(
+                &mut a_rx, &a_rx_seg, &mut got, 20, &mut a_tx, &a_me, &a_peer, MSS,
+            );
         }
         assert_eq!(a_tx.pending(), 0);
         bells
@@ -422,7 +427,9 @@ fn two_threads_ping_pong_with_nagle() {
     let b = thread::spawn(move || {
         let (mut sent, mut got, mut bells) = (0, 0, 0);
         for _ in 0..ROUNDS {
-            bells += receive(&mut b_rx, &b_rx_seg, &mut got, 20, &mut b_tx, &b_me, &b_peer, MSS);
+            bells += receive(
+                &mut b_rx, &b_rx_seg, &mut got, 20, &mut b_tx, &b_me, &b_peer, MSS,
+            );
             bells += send_two(&mut b_tx, &b_tx_seg, &mut sent, &b_peer, MSS);
         }
         // The last answer may be held: closing flushes it.
