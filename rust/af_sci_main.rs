@@ -11,7 +11,14 @@
 //! socket), `native.rs` (the native TCP socket), `bindings.rs` + `shim.c` (C glue).
 
 mod bindings;
+#[allow(dead_code)]
+mod fabric;
 mod native;
+// The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
+// are used only as the data path grows.
+#[allow(dead_code)]
+#[path = "proto/mod.rs"]
+mod proto;
 mod sci_sock;
 mod socket_adapter;
 
@@ -32,6 +39,9 @@ struct AfSci {
 
 impl kernel::Module for AfSci {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        if socket_adapter::fabric_selftest_requested() {
+            fabric::selftest::run()?;
+        }
         let number = Family::requested_number();
         let family = Family::register(number, module)?;
         pr_info!("registered address family {} (TCP pass-through)\n", number);

@@ -17,6 +17,15 @@ int sci_family_param(void)
 	return family;
 }
 
+static bool fabric_selftest;
+module_param(fabric_selftest, bool, 0444);
+MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");
+
+bool sci_fabric_selftest_param(void)
+{
+	return fabric_selftest;
+}
+
 static struct proto sci_proto = {
 	.name		= "AF_SCI",
 	.owner		= THIS_MODULE,

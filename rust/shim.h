@@ -26,6 +26,8 @@
 
 /* Module parameter "family" (default AF_SCI_DEFAULT). */
 int sci_family_param(void);
+/* Module parameter "fabric_selftest" (default off). */
+bool sci_fabric_selftest_param(void);
 
 /* Our struct proto: obj_size is the Rust socket's size, known only at load time. */
 int sci_proto_register(unsigned int obj_size);

@@ -607,6 +607,12 @@ impl Drop for Family {
     }
 }
 
+/// Whether the `fabric_selftest` module parameter asks for the load-time self-test.
+pub(crate) fn fabric_selftest_requested() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_fabric_selftest_param() }
+}
+
 /// Builds an option value in kernel memory, for replaying a recorded option.
 pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
     // SAFETY: builds a tagged pointer; the buffer outlives the call it is passed to.

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The remote-memory fabric, shaped like Dolphin's GENIF: what the SCI data path needs
+//! from an interconnect and nothing more.
+//!
+//! A node has an id. It creates *local segments* (zeroed memory that peers may map and
+//! write) exported under the id of the connection that owns them, *maps* a peer's
+//! segment, rings a peer's *doorbell* on a channel, and exchanges fixed-size *control
+//! frames* through a per-node mailbox. Nothing above this trait knows which backend it
+//! runs on: [`loopback`] (both ends in this kernel) today, an inter-VM shared-memory
+//! backend behind the same trait next.
+
+pub(crate) mod loopback;
+pub(crate) mod memory;
+pub(crate) mod selftest;
+
+use crate::proto::frame::FRAME_SIZE;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use memory::SegMem;
+
+/// A node on the fabric.
+pub(crate) type NodeId = u16;
+
+/// What a fabric delivers to the layer above (the control plane).
+pub(crate) trait FabricEvents: Send + Sync {
+    /// A control frame arrived from node `from`. Called in process context.
+    fn control(&self, from: NodeId, frame: [u8; FRAME_SIZE]);
+    /// A doorbell rang for local `channel` (a connection slot). May be called in atomic
+    /// context: it must only wake.
+    fn doorbell(&self, channel: u32);
+}
+
+/// A remote-memory interconnect.
+pub(crate) trait Fabric: Send + Sync {
+    /// Backend name, for logs and tools.
+    fn name(&self) -> &'static str;
+
+    /// This node's id.
+    fn local_node(&self) -> NodeId;
+
+    /// Whether `node` can be reached (mapped, notified, mailed).
+    fn reaches(&self, node: NodeId) -> bool;
+
+    /// Creates a zeroed local segment of at least `len` bytes, exported under
+    /// `channel` until the returned handle is dropped.
+    fn create_segment(&self, channel: u32, len: usize) -> Result<Arc<SegMem>>;
+
+    /// Maps the segment `node` exported under `channel`.
+    fn map_segment(&self, node: NodeId, channel: u32) -> Result<Arc<SegMem>>;
+
+    /// Withdraws the export of `channel` (a peer can no longer map it; mappings already
+    /// made stay valid until dropped).
+    fn unexport(&self, channel: u32);
+
+    /// Rings `node`'s doorbell for its `channel`.
+    fn notify(&self, node: NodeId, channel: u32);
+
+    /// Sends a control frame to `node`'s mailbox.
+    fn send_control(&self, node: NodeId, frame: &[u8; FRAME_SIZE]) -> Result;
+}
