@@ -154,6 +154,47 @@
 //! connection in the same area gets a new generation and start cursor, so a
 //! stale flag store is ignored and a stale cursor store is caught by cursor
 //! validation.
+//!
+//! # Integration checklist (kernel side)
+//!
+//! - Setup, each side: allocate zeroed memory for its receive area and a
+//!   credit area (both 64-aligned), [`init_rx_area`](queue::init_rx_area) and
+//!   [`init_credit_area`](queue::init_credit_area) with the *own* generation
+//!   and a random start cursor, offer them in the connect request / accept
+//!   ([`QueueOffer`](frame::QueueOffer)); validate the peer's offer against
+//!   the mapped length ([`QueueOffer::validate`](frame::QueueOffer::validate)).
+//!   Both ends of one queue must use the same [`QueueParams`](queue::QueueParams):
+//!   the receiver's offer fixes size and start, and the generation is the one
+//!   both sides agree on for the connection.
+//! - `Segment` implementations bounds- and alignment-check every access
+//!   (ignore a bad store, load 0) even though the core never passes a bad
+//!   offset; `fence` is `smp_mb()` plus any flush posted remote writes need.
+//! - `sendmsg`: [`send_check`](state::Connection::send_check) first; small writes
+//!   through `reserve`, larger through `writable` (truncate the spans to the
+//!   iov length); `stage`, then [`gather_decision`](gather::gather_decision)
+//!   (with `room = free()`, `force` before sleeping); on `Hold` with data in
+//!   flight, `request_notify`. Ring the doorbell whenever `publish`/`commit`
+//!   return `true`.
+//! - `recvmsg`: `readable`, copy, `consume_and_update`; ring on `true`. When
+//!   empty: `prepare_wait`, ring if `notify_peer`, sleep if `sleep`, then
+//!   `finish_wait`. The wait condition also includes the state machine (an
+//!   abort arrives through the *other* queue's flags).
+//! - `poll`: when reporting "not readable"/"not writable", post the wait
+//!   request the same way, or epoll never hears of new data.
+//! - Doorbell handler (one doorbell per connection): refresh the consumer,
+//!   turn newly latched peer flags into [`Event`](state::Event)s, re-run the
+//!   gathering decision for held bytes, wake readers/writers.
+//! - Close order: flush, `Consumer::set_closed`, `Producer::set_closed` (the
+//!   last store into the peer's segment), doorbell. On a
+//!   [`ProtocolError`](error::ProtocolError): `Producer::set_abort`,
+//!   `Consumer::set_closed` (both work on a latched endpoint), doorbell,
+//!   [`Event::ProtocolViolation`](state::Event::ProtocolViolation).
+//! - Control mailbox: [`init_slots`](mailbox::init_slots) /
+//!   [`init_ack`](mailbox::init_ack) before announcing; sequence numbers start
+//!   at [`MB_FIRST_SEQ`](mailbox::MB_FIRST_SEQ); every received frame goes
+//!   through [`route`](mailbox::route) before it touches a connection.
+//! - The kernel crate includes this module with `#[allow(dead_code)]` until
+//!   the data path uses all of it.
 
 pub(crate) mod cursor;
 pub(crate) mod error;
