@@ -8,6 +8,8 @@
 #   make module  af_sci.ko (KDIR=<any Rust-enabled kernel build> to use another kernel;
 #                CLIPPY=1 to lint)
 #   make tools   the Cargo workspace: libsci_preload.so, sci-run, ...
+#   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
+#                sockperf plain vs sci-run); tables printed, results in build/bench/
 #   make clean
 
 SHELL := /bin/bash
@@ -49,6 +51,11 @@ test: module tools selftests
 
 run: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/demo
+
+# Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
+.PHONY: bench
+bench: module tools
+	@KDIR=$(KDIR) $(TOP)/selftests/bench $(BENCH_ARGS)
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean

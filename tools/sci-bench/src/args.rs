@@ -37,6 +37,11 @@ Options:
   --repeat R        repetitions of each measurement (default 5)
   --time S          seconds per repetition (default 0.25 quick, 0.5 full)
   --streams LIST    stream counts of 'multi' (default 4; full 2,4,8)
+  --pin WHERE       where single-connection tests run client and server: 'one' (default:
+                    both threads on the last CPU this process may use), a CPU number, or
+                    'none' (the scheduler decides). 'multi' is never pinned. Under QEMU TCG
+                    a wakeup across vCPUs costs milliseconds of emulator noise; pinned,
+                    the numbers are the software path's.
   --json FILE       also write every number (all repetitions) as JSON to FILE
   --smc-setup       add the user EID (as smc-setup) before measuring
   --sci-run PATH    sci-run script used to start the sci-preload child
@@ -98,6 +103,34 @@ const ALL_TESTS: [(TestKind, &str); 5] = [
     (TestKind::Multi, "multi"),
 ];
 
+/// `--pin`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pin {
+    /// The last CPU the process may use.
+    One,
+    Cpu(usize),
+    None,
+}
+
+impl Pin {
+    fn parse(s: &str) -> Option<Pin> {
+        match s {
+            "one" => Some(Pin::One),
+            "none" => Some(Pin::None),
+            n => n.parse().ok().filter(|&c| c < 1024).map(Pin::Cpu),
+        }
+    }
+
+    /// The CPU to pin to, given the CPUs the process may use.
+    pub fn resolve(self, allowed: &[usize]) -> Option<usize> {
+        match self {
+            Pin::One => allowed.last().copied(),
+            Pin::Cpu(c) => Some(c),
+            Pin::None => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunOpts {
     pub families: Vec<Family>,
@@ -106,6 +139,7 @@ pub struct RunOpts {
     pub repeat: usize,
     pub time: Duration,
     pub streams: Vec<usize>,
+    pub pin: Pin,
     pub json: Option<String>,
     pub smc_setup: bool,
     pub sci_run: Option<String>,
@@ -168,6 +202,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         repeat: 5,
         time: Duration::ZERO,
         streams: Vec::new(),
+        pin: Pin::One,
         json: None,
         smc_setup: false,
         sci_run: None,
@@ -221,6 +256,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 o.streams = list(value()?, "stream count", |s| {
                     s.parse().ok().filter(|n| (1..=256).contains(n))
                 })?
+            }
+            "--pin" => {
+                let v = value()?;
+                o.pin = Pin::parse(v).ok_or(format!("--pin: 'one', 'none' or a CPU, not '{v}'"))?
             }
             "--json" => o.json = Some(value()?.to_string()),
             "--sci-run" => o.sci_run = Some(value()?.to_string()),
@@ -289,6 +328,7 @@ mod tests {
         assert_eq!(o.repeat, 5);
         assert_eq!(o.time, Duration::from_millis(250));
         assert_eq!(o.streams, [4]);
+        assert_eq!(o.pin, Pin::One);
         assert!(!o.full && !o.strict && !o.smc_setup);
         let m = o.measurements();
         assert_eq!(m.len(), 5 + 3 + 1 + 1 + 1);
@@ -335,6 +375,18 @@ mod tests {
                 }
             ]
         );
+    }
+
+    #[test]
+    fn pin() {
+        assert_eq!(run("--pin none").pin, Pin::None);
+        assert_eq!(run("--pin 3").pin, Pin::Cpu(3));
+        assert!(p("--pin two").is_err());
+        assert!(p("--pin 4096").is_err());
+        assert_eq!(Pin::One.resolve(&[0, 1]), Some(1));
+        assert_eq!(Pin::One.resolve(&[]), None);
+        assert_eq!(Pin::Cpu(0).resolve(&[1]), Some(0));
+        assert_eq!(Pin::None.resolve(&[0, 1]), None);
     }
 
     #[test]

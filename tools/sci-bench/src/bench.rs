@@ -113,9 +113,8 @@ impl Test {
 pub struct SockCheck {
     pub domain: i32,
     pub sci: Option<sys::SciInfo>,
+    /// Set for `Net::Smc` sockets only.
     pub inode: u64,
-    pub port: u16,
-    pub peer_port: u16,
 }
 
 /// What was seen of the sockets of a family: counts per `SO_DOMAIN`, per AF_SCI mode and
@@ -164,7 +163,7 @@ impl Observed {
 
     /// Looks the AF_SMC sockets among `checks` up in `smc_diag`.
     fn add_smc(&mut self, checks: &[SockCheck]) -> io::Result<()> {
-        let smc: Vec<&SockCheck> = checks.iter().filter(|c| c.domain == sys::AF_SMC).collect();
+        let smc: Vec<&SockCheck> = checks.iter().filter(|c| c.inode != 0).collect();
         if smc.is_empty() {
             return Ok(());
         }
@@ -192,26 +191,18 @@ pub struct Sample {
     pub observed: Observed,
 }
 
-/// Checks a socket: `SO_DOMAIN`, `SCI_INFO` when it is AF_SCI, inode and ports.
-fn check(s: &Sock, sci_af: Option<i32>) -> io::Result<SockCheck> {
+/// Checks a socket: `SO_DOMAIN`, `SCI_INFO` when it is AF_SCI, and for `Net::Smc` its
+/// inode, to look it up in `smc_diag` (a connection that fell back to TCP has its file
+/// switched to the TCP socket, so `SO_DOMAIN` then says AF_INET; `smc_diag` says why).
+fn check(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<SockCheck> {
     let domain = s.domain()?;
     let sci = if Some(domain) == sci_af {
         Some(s.sci_info()?)
     } else {
         None
     };
-    let (inode, port, peer_port) = if domain == sys::AF_SMC {
-        (s.inode()?, s.local_port()?, s.peer_port()?)
-    } else {
-        (0, 0, 0)
-    };
-    Ok(SockCheck {
-        domain,
-        sci,
-        inode,
-        port,
-        peer_port,
-    })
+    let inode = if net == Net::Smc { s.inode()? } else { 0 };
+    Ok(SockCheck { domain, sci, inode })
 }
 
 /// Unique abstract AF_UNIX names within the process.
@@ -261,7 +252,7 @@ fn accept_checked(
     if net.is_inet() {
         s.set_nodelay()?;
     }
-    let c = check(&s, sci_af);
+    let c = check(&s, net, sci_af);
     let err = c
         .as_ref()
         .err()
@@ -310,7 +301,7 @@ fn echo_pair(
     });
     let c = connect(net, &ep)?;
     c.set_timeouts(IO_TIMEOUT)?;
-    let checks = [check(&c, sci_af)?, recv_check(&rx)?];
+    let checks = [check(&c, net, sci_af)?, recv_check(&rx)?];
     let mut obs = Observed::default();
     for k in &checks {
         obs.add(k);
@@ -403,7 +394,7 @@ fn stream(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Resu
     });
     let c = connect(net, &ep)?;
     c.set_timeouts(IO_TIMEOUT)?;
-    let checks = [check(&c, sci_af)?, recv_check(&rx)?];
+    let checks = [check(&c, net, sci_af)?, recv_check(&rx)?];
     let mut observed = Observed::default();
     for k in &checks {
         observed.add(k);
@@ -474,7 +465,7 @@ fn crr(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Result<
         c.send_all(&req)?;
         c.recv_all(&mut resp)?;
         let t1 = Instant::now();
-        let checks = [check(&c, sci_af)?, recv_check(&rx)?];
+        let checks = [check(&c, net, sci_af)?, recv_check(&rx)?];
         for k in &checks {
             observed.add(k);
         }
@@ -522,7 +513,7 @@ fn multi(
     for _ in 0..streams {
         let c = connect(net, &ep)?;
         c.set_timeouts(IO_TIMEOUT)?;
-        checks.push(check(&c, sci_af)?);
+        checks.push(check(&c, net, sci_af)?);
         checks.push(recv_check(&rx)?);
         clients.push(c);
     }
@@ -569,8 +560,20 @@ fn multi(
 }
 
 /// Runs `test` once on `net` for `dur`. `sci_af` is the loaded AF_SCI family number (used
-/// to recognise AF_SCI sockets, whatever family was asked for).
-pub fn run(net: Net, sci_af: Option<i32>, test: &Test, dur: Duration) -> io::Result<Sample> {
+/// to recognise AF_SCI sockets, whatever family was asked for). With `pin`, a
+/// single-connection test runs client and server on that one CPU (the server thread
+/// inherits the client's mask); the multi-stream test is never pinned.
+pub fn run(
+    net: Net,
+    sci_af: Option<i32>,
+    test: &Test,
+    dur: Duration,
+    pin: Option<usize>,
+) -> io::Result<Sample> {
+    let _pinned = match (test, pin) {
+        (Test::Multi { .. }, _) | (_, None) => None,
+        (_, Some(cpu)) => Some(sys::Pinned::to(cpu)?),
+    };
     match *test {
         Test::PingPong { size } => pingpong(net, sci_af, size, dur),
         Test::Stream { size } => stream(net, sci_af, size, dur),
@@ -653,7 +656,9 @@ mod tests {
         ];
         for net in [Net::Tcp, Net::Unix] {
             for t in &tests {
-                let s = run(net, None, t, dur).unwrap_or_else(|e| panic!("{net:?} {t:?}: {e}"));
+                let pin = sys::allowed_cpus().unwrap().first().copied();
+                let s =
+                    run(net, None, t, dur, pin).unwrap_or_else(|e| panic!("{net:?} {t:?}: {e}"));
                 assert_eq!(s.values.len(), t.metrics().len());
                 assert!(s.values.iter().all(|v| v.is_finite() && *v > 0.0), "{s:?}");
                 let want = if net == Net::Tcp {

@@ -114,10 +114,16 @@ fn setup_family(family: Family, sci_af: Option<i32>, o: &RunOpts) -> Fam {
     }
 }
 
-fn run_one(f: &mut Fam, sci_af: Option<i32>, test: &Test, dur: Duration) -> io::Result<Sample> {
+fn run_one(
+    f: &mut Fam,
+    sci_af: Option<i32>,
+    test: &Test,
+    dur: Duration,
+    pin: Option<usize>,
+) -> io::Result<Sample> {
     match f.runner.as_mut() {
-        Some(Runner::InProcess(net)) => bench::run(*net, sci_af, test, dur),
-        Some(Runner::Preload(w)) => w.run(test, dur),
+        Some(Runner::InProcess(net)) => bench::run(*net, sci_af, test, dur, pin),
+        Some(Runner::Preload(w)) => w.run(test, dur, pin),
         None => Err(io::Error::new(io::ErrorKind::Unsupported, "not available")),
     }
 }
@@ -126,6 +132,19 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     let started = Instant::now();
     let sci_af = sys::sci_family();
     let mut notes: Vec<String> = Vec::new();
+    let allowed = sys::allowed_cpus()?;
+    let pin = o.pin.resolve(&allowed);
+    notes.push(match pin {
+        Some(cpu) => format!(
+            "single-connection tests: client and server pinned to CPU {cpu} (of {}); the \
+             multi-stream test uses all",
+            allowed.len()
+        ),
+        None => format!(
+            "no pinning: the scheduler places every thread ({} CPUs)",
+            allowed.len()
+        ),
+    });
     if o.smc_setup && o.families.contains(&Family::Smc) {
         match smc::add_ueid(smc::DEFAULT_UEID) {
             Ok(_) => notes.push(format!(
@@ -171,7 +190,7 @@ fn run(o: &RunOpts) -> io::Result<bool> {
                 if f.runner.is_none() {
                     continue;
                 }
-                match run_one(f, sci_af, test, o.time) {
+                match run_one(f, sci_af, test, o.time, pin) {
                     Ok(s) => {
                         for (mi, v) in s.values.iter().enumerate() {
                             reps[mi][fi].push(*v);
@@ -263,6 +282,7 @@ fn run(o: &RunOpts) -> io::Result<bool> {
             repeat: o.repeat,
             seconds_per_run: o.time.as_secs_f64(),
             sci_family: sci_af,
+            pinned_cpu: pin,
             note: report::RATIO_NOTE,
             columns,
             rows,

@@ -19,7 +19,8 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
         Family::Tcp => (name.into(), only(libc::AF_INET), notes),
         Family::Unix => (name.into(), only(libc::AF_UNIX), notes),
         Family::Smc => {
-            if !only(AF_SMC) {
+            let fallback = obs.smc_modes.contains_key(&smc::SMC_DIAG_MODE_FALLBACK_TCP);
+            if !fallback && !only(AF_SMC) {
                 notes.push(format!(
                     "{name}: sockets of family {:?}, not AF_SMC",
                     obs.domains
@@ -33,7 +34,6 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
                 ));
             }
             let modes: Vec<&str> = obs.smc_modes.keys().map(|&m| smc::mode_name(m)).collect();
-            let fallback = obs.smc_modes.contains_key(&smc::SMC_DIAG_MODE_FALLBACK_TCP);
             if fallback {
                 let reasons: Vec<String> = obs
                     .smc_reasons
@@ -41,8 +41,8 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
                     .map(|&r| smc::reason_name(r))
                     .collect();
                 notes.push(format!(
-                    "{name}: {} of {} AF_SMC sockets FELL BACK TO TCP (reason {}): the smc \
-                     column measures TCP through AF_SMC, not SMC-D",
+                    "{name}: {} of {} AF_SMC sockets FELL BACK TO TCP (smc_diag reason {}; \
+                     SO_DOMAIN then says AF_INET): the smc column measures TCP, not SMC-D",
                     obs.smc_modes[&smc::SMC_DIAG_MODE_FALLBACK_TCP],
                     obs.sockets,
                     reasons.join(", ")
@@ -244,6 +244,8 @@ pub struct Report {
     pub repeat: usize,
     pub seconds_per_run: f64,
     pub sci_family: Option<i32>,
+    /// The CPU single-connection tests ran on (`--pin`), `None` when not pinned.
+    pub pinned_cpu: Option<usize>,
     pub note: &'static str,
     pub columns: Vec<Column>,
     pub rows: Vec<Row>,
@@ -306,6 +308,10 @@ mod tests {
         assert_eq!(l, "smc(fallback)");
         assert!(!ok);
         assert!(notes[0].contains("NOUEID"));
+        // What a fallen-back connection looks like: its file now is the TCP socket's.
+        let mut f = obs(&[(libc::AF_INET, 2)]);
+        f.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_FALLBACK_TCP, 2)]);
+        assert_eq!(label(Family::Smc, &f, None).0, "smc(fallback)");
         // One fallback among SMC-D connections is still a fallback.
         o.smc_modes = BTreeMap::from([(1, 1), (2, 5)]);
         assert_eq!(label(Family::Smc, &o, None).0, "smc(fallback)");

@@ -35,6 +35,59 @@ pub fn sci_family() -> Option<i32> {
         .and_then(|s| s.trim().parse().ok())
 }
 
+/// A CPU mask as the kernel's `sched_{get,set}affinity` take it: 1024 bits.
+type CpuMask = [u64; 16];
+
+fn get_affinity() -> io::Result<CpuMask> {
+    let mut mask: CpuMask = [0; 16];
+    // SAFETY: mask is live, writable storage of size_of::<CpuMask>() bytes, which is the
+    // size passed; pid 0 is the calling thread.
+    cvt(unsafe {
+        libc::sched_getaffinity(0, size_of::<CpuMask>(), (&mut mask as *mut CpuMask).cast())
+    })?;
+    Ok(mask)
+}
+
+fn set_affinity(mask: &CpuMask) -> io::Result<()> {
+    // SAFETY: mask is live storage of size_of::<CpuMask>() bytes, which is the size passed;
+    // the kernel only reads it. pid 0 is the calling thread.
+    cvt(unsafe {
+        libc::sched_setaffinity(0, size_of::<CpuMask>(), (mask as *const CpuMask).cast())
+    })?;
+    Ok(())
+}
+
+/// The CPUs the calling thread may run on.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let mask = get_affinity()?;
+    Ok((0..mask.len() * 64)
+        .filter(|&c| mask[c / 64] & (1 << (c % 64)) != 0)
+        .collect())
+}
+
+/// Restricts the calling thread to one CPU until dropped, then restores its mask.
+pub struct Pinned {
+    saved: CpuMask,
+}
+
+impl Pinned {
+    pub fn to(cpu: usize) -> io::Result<Pinned> {
+        let saved = get_affinity()?;
+        let mut mask: CpuMask = [0; 16];
+        *mask.get_mut(cpu / 64).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, format!("no CPU {cpu}"))
+        })? |= 1 << (cpu % 64);
+        set_affinity(&mask)?;
+        Ok(Pinned { saved })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        let _ = set_affinity(&self.saved);
+    }
+}
+
 /// Where a listener is reached: 127.0.0.1 and a port, or an abstract AF_UNIX name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
@@ -176,22 +229,14 @@ impl Sock {
         }
     }
 
-    /// The local or peer port of a socket bound to an IPv4 address (an `AF_SMC` socket
-    /// reports its TCP socket's).
-    fn inet_name(&self, peer: bool) -> io::Result<u16> {
+    /// The local port of a socket bound to an IPv4 address.
+    pub fn local_port(&self) -> io::Result<u16> {
         let mut sa = sockaddr_in(0);
         let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
         let ptr: *mut libc::sockaddr = (&mut sa as *mut libc::sockaddr_in).cast();
         // SAFETY: ptr and len point to live storage of len bytes; the kernel writes at
         // most len bytes and updates len.
-        let ret = unsafe {
-            if peer {
-                libc::getpeername(self.raw(), ptr, &mut len)
-            } else {
-                libc::getsockname(self.raw(), ptr, &mut len)
-            }
-        };
-        cvt(ret)?;
+        cvt(unsafe { libc::getsockname(self.raw(), ptr, &mut len) })?;
         if sa.sin_family != libc::AF_INET as libc::sa_family_t {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -199,14 +244,6 @@ impl Sock {
             ));
         }
         Ok(u16::from_be(sa.sin_port))
-    }
-
-    pub fn local_port(&self) -> io::Result<u16> {
-        self.inet_name(false)
-    }
-
-    pub fn peer_port(&self) -> io::Result<u16> {
-        self.inet_name(true)
     }
 
     fn getsockopt<T: Copy + Default>(&self, level: i32, name: i32) -> io::Result<T> {
@@ -387,6 +424,19 @@ mod tests {
     }
 
     #[test]
+    fn pinning_restores_the_mask() {
+        let before = allowed_cpus().unwrap();
+        assert!(!before.is_empty());
+        let last = *before.last().unwrap();
+        {
+            let _p = Pinned::to(last).unwrap();
+            assert_eq!(allowed_cpus().unwrap(), [last]);
+        }
+        assert_eq!(allowed_cpus().unwrap(), before);
+        assert!(Pinned::to(5000).is_err());
+    }
+
+    #[test]
     fn tcp_loopback_ports() {
         let l = Sock::new(libc::AF_INET, 0).unwrap();
         l.bind(&Endpoint::Inet(0)).unwrap();
@@ -396,7 +446,7 @@ mod tests {
         let c = Sock::new(libc::AF_INET, 0).unwrap();
         c.connect(&Endpoint::Inet(port)).unwrap();
         c.set_nodelay().unwrap();
-        assert_eq!(c.peer_port().unwrap(), port);
+        assert_ne!(c.local_port().unwrap(), port);
         assert_eq!(c.domain().unwrap(), libc::AF_INET);
         // A TCP socket has no SOL_SCI options.
         assert!(c.sci_info().is_err());

@@ -14,6 +14,7 @@ use std::time::Duration;
 struct Request {
     test: Test,
     nanos: u64,
+    pin: Option<usize>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,7 +43,8 @@ pub fn serve() -> io::Result<()> {
     )?;
     for line in io::stdin().lock().lines() {
         let req: Request = serde_json::from_str(&line?)?;
-        let reply = match bench::run(Net::Tcp, sci_af, &req.test, Duration::from_nanos(req.nanos)) {
+        let dur = Duration::from_nanos(req.nanos);
+        let reply = match bench::run(Net::Tcp, sci_af, &req.test, dur, req.pin) {
             Ok(s) => Reply::Ok(s),
             Err(e) => Reply::Err(e.to_string()),
         };
@@ -145,7 +147,7 @@ impl Worker {
     }
 
     /// Runs `test` in the child.
-    pub fn run(&mut self, test: &Test, dur: Duration) -> io::Result<Sample> {
+    pub fn run(&mut self, test: &Test, dur: Duration, pin: Option<usize>) -> io::Result<Sample> {
         let stdin = self
             .stdin
             .as_mut()
@@ -155,6 +157,7 @@ impl Worker {
             &Request {
                 test: test.clone(),
                 nanos: dur.as_nanos() as u64,
+                pin,
             },
         )?;
         match self.read()? {
@@ -191,6 +194,7 @@ mod tests {
                     resp: 1024,
                 },
                 nanos: 5,
+                pin: Some(1),
             },
         )
         .unwrap();
