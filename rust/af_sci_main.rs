@@ -11,14 +11,18 @@
 //! socket), `native.rs` (the native TCP socket), `bindings.rs` + `shim.c` (C glue).
 
 mod bindings;
+mod control;
 #[allow(dead_code)]
 mod fabric;
+mod global;
+mod kthread;
 mod native;
 // The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
 // are used only as the data path grows.
 #[allow(dead_code)]
 #[path = "proto/mod.rs"]
 mod proto;
+mod sci_conn;
 mod sci_sock;
 mod socket_adapter;
 
@@ -34,7 +38,10 @@ module! {
 }
 
 struct AfSci {
+    /// Dropped first: stops the listener kthread.
+    _listener: kthread::KThread,
     family: Pin<KBox<Family>>,
+    _plane: InstalledPlane,
 }
 
 impl kernel::Module for AfSci {
@@ -42,15 +49,44 @@ impl kernel::Module for AfSci {
         if socket_adapter::fabric_selftest_requested() {
             fabric::selftest::run()?;
         }
+        let plane = KBox::pin_init(control::ControlPlane::new()?, GFP_KERNEL)?;
+        global::install(&plane);
+        let plane = InstalledPlane(plane);
+        let listener = control::ControlPlane::start_threads()?;
         let number = Family::requested_number();
-        let family = Family::register(number, module)?;
-        pr_info!("registered address family {} (TCP pass-through)\n", number);
-        Ok(AfSci { family })
+        let family = match Family::register(number, module) {
+            Ok(family) => family,
+            Err(e) => {
+                drop(listener);
+                return Err(e);
+            }
+        };
+        pr_info!(
+            "registered address family {} (fabric: {})\n",
+            number,
+            plane.0.fabric().name()
+        );
+        Ok(AfSci {
+            _listener: listener,
+            family,
+            _plane: plane,
+        })
     }
 }
 
 impl Drop for AfSci {
     fn drop(&mut self) {
         pr_info!("unregistering address family {}\n", self.family.number());
+    }
+}
+
+/// The control plane, reachable through `global` while this lives.
+struct InstalledPlane(Pin<KBox<control::ControlPlane>>);
+
+impl Drop for InstalledPlane {
+    fn drop(&mut self) {
+        // Fields of `AfSci` drop in order: the thread has stopped and the family is gone,
+        // so no socket, thread or fabric callback reaches the plane any more.
+        global::uninstall();
     }
 }

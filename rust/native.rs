@@ -42,6 +42,17 @@ impl SockAddr {
         Self { ptr, len }
     }
 
+    /// The address bytes (at most a `sockaddr_in6`), or `None` for no address.
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
+        if self.ptr.is_null() || self.len <= 0 {
+            return None;
+        }
+        let len = (self.len as usize).min(28);
+        // SAFETY: the socket layer copied `len` bytes of address into kernel memory at
+        // `ptr`, valid for the duration of the op that holds this `SockAddr`.
+        Some(unsafe { core::slice::from_raw_parts(self.ptr.cast::<u8>(), len) })
+    }
+
     /// The address family, or `None` when the address is too short to hold one.
     pub(crate) fn family(&self) -> Option<u16> {
         if self.ptr.is_null() || self.len < core::mem::size_of::<u16>() as c_int {
@@ -51,6 +62,12 @@ impl SockAddr {
         // at `ptr`; `sa_family` is the first field, read unaligned to be safe.
         Some(unsafe { ptr::read_unaligned(ptr::addr_of!((*self.ptr).sa_family)) })
     }
+}
+
+/// The flags (`O_NONBLOCK`, ...) of an accept.
+pub(crate) fn accept_arg_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
+    // SAFETY: the socket layer passes a live accept argument.
+    unsafe { (*arg).flags }
 }
 
 /// Opaque arguments that are passed through to the native socket unchanged.
@@ -447,6 +464,29 @@ impl Native {
         let f = self.ops().getname.ok_or(errno(bindings::EOPNOTSUPP))?;
         // SAFETY: `addr` is the socket layer's sockaddr_storage buffer.
         count_result(unsafe { f(self.0.as_ptr(), addr, peer) })
+    }
+
+    /// `getsockname`/`getpeername` into `buf`: the address length.
+    pub(crate) fn getname_bytes(&self, buf: &mut [u8; 28], peer: bool) -> Result<usize> {
+        let mut storage = core::mem::MaybeUninit::<bindings::__kernel_sockaddr_storage>::zeroed();
+        let len = self.getname(storage.as_mut_ptr().cast(), c_int::from(peer))? as usize;
+        let len = len.min(buf.len());
+        // SAFETY: `getname` wrote `len` (<= the storage size) bytes of the zeroed storage.
+        let bytes = unsafe { core::slice::from_raw_parts(storage.as_ptr().cast::<u8>(), len) };
+        buf[..len].copy_from_slice(bytes);
+        Ok(len)
+    }
+
+    /// `accept` that never sleeps (`EAGAIN` when no connection is queued).
+    pub(crate) fn accept_nonblock(&self, arg: *mut bindings::proto_accept_arg) -> Result<Self> {
+        // SAFETY: `arg` is the socket layer's live accept argument; a copy is used so
+        // the caller's flags stay as they were.
+        let mut copy = unsafe { *arg };
+        copy.flags |= bindings::O_NONBLOCK as c_int;
+        let r = self.accept(&mut copy);
+        // SAFETY: as above; hands back what the native accept reports (io_uring).
+        unsafe { (*arg).is_empty = copy.is_empty };
+        r
     }
 
     /// The native socket's poll mask, without registering a wait (the owner's wait

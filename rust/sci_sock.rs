@@ -13,15 +13,22 @@
 //! connect or listen the native socket never changes.
 
 use crate::bindings;
+use crate::control::ListenQueue;
+use crate::fabric::memory::msg_flags;
+use crate::global;
 use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
-use crate::socket_adapter::{copy_optval, kernel_optval, OwnSk};
+use crate::proto::frame::Frame;
+use crate::sci_conn::{Addr, Conn, Phase};
+use crate::socket_adapter::{
+    connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk,
+};
 use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::uaccess::UserSlice;
 
 /// Options longer than this are applied but not replayed on a family switch.
@@ -29,8 +36,19 @@ const OPTION_VALUE_MAX: usize = 64;
 /// At most this many options are remembered for a family switch.
 const OPTION_RECORD_MAX: usize = 32;
 
-/// `EPOLLERR`, as in `include/uapi/linux/eventpoll.h`.
+/// Poll bits, as in `include/uapi/linux/eventpoll.h`.
+const EPOLLIN: c_uint = 0x1;
 const EPOLLERR: c_uint = 0x8;
+const EPOLLRDNORM: c_uint = 0x40;
+
+/// `FIONREAD`/`SIOCINQ` and `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
+const SIOCINQ: c_uint = 0x541b;
+const SIOCOUTQ: c_uint = 0x5411;
+
+/// The flags of an accept (`O_NONBLOCK`, ...).
+fn accept_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
+    crate::native::accept_arg_flags(arg)
+}
 
 /// A `setsockopt` made before the native socket's family was settled.
 struct RecordedOption {
@@ -60,6 +78,41 @@ pub(crate) struct SciSock {
     /// Saved callbacks of the native socket in use.
     hooks: NativeHooks,
     kern: bool,
+    /// The SCI connection carrying this socket's bytes, when it has one.
+    #[pin]
+    sci: SpinLock<Option<Arc<Conn>>>,
+    /// SCI connections waiting for `accept()`, when listening over SCI too.
+    #[pin]
+    listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
+    /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
+    inprogress: AtomicBool,
+}
+
+/// What `accept()` found.
+pub(crate) enum Accepted {
+    /// A plain TCP connection.
+    Native(Native),
+    /// An SCI connection.
+    Sci(Arc<Conn>),
+}
+
+/// `127.0.0.1:port` as a `sockaddr_in`: the addresses of loopback SCI connections.
+pub(crate) fn loopback_addr(port: u16) -> Addr {
+    let mut b = [0u8; 16];
+    b[..2].copy_from_slice(&(bindings::AF_INET as u16).to_ne_bytes());
+    b[2..4].copy_from_slice(&port.to_be_bytes());
+    b[4..8].copy_from_slice(&[127, 0, 0, 1]);
+    Addr::from_bytes(&b)
+}
+
+/// Whether `addr` is `127.0.0.1:port` (the destinations the loopback fabric serves for
+/// now); returns the port.
+fn loopback_port(addr: &SockAddr) -> Option<u16> {
+    let b = addr.bytes()?;
+    if b.len() < 8 || u16::from_ne_bytes([b[0], b[1]]) != bindings::AF_INET as u16 {
+        return None;
+    }
+    (b[4..8] == [127, 0, 0, 1]).then(|| u16::from_be_bytes([b[2], b[3]]))
 }
 
 impl SciSock {
@@ -74,6 +127,9 @@ impl SciSock {
             retired: AtomicPtr::new(ptr::null_mut()),
             hooks: NativeHooks::new(),
             kern,
+            sci <- kernel::new_spinlock!(None, "SciSock::sci"),
+            listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
+            inprogress: AtomicBool::new(false),
         })
     }
 
@@ -207,12 +263,78 @@ impl SciSock {
         Ok(())
     }
 
-    /// `connect(2)`, blocking or not (`flags` holds `O_NONBLOCK`).
+    /// `connect(2)`, blocking or not (`flags` holds `O_NONBLOCK`). A connection to
+    /// `127.0.0.1` tries the SCI path first (when `sci_loopback` is on); any failure
+    /// there falls back to the native TCP connect, from the same bound port.
     pub(crate) fn connect(&self, own: &OwnSk, addr: SockAddr, flags: c_int) -> Result {
+        if self.conn().is_some() {
+            return if self.inprogress.swap(false, Ordering::AcqRel) {
+                Ok(())
+            } else {
+                Err(errno(bindings::EISCONN))
+            };
+        }
         let native = self.commit(own, Some(&addr))?;
+        if let Some(port) = loopback_port(&addr) {
+            if sci_loopback_enabled() && native.family() == bindings::AF_INET as c_int {
+                if self.sci_connect(own, &native, port).is_ok() {
+                    if flags & bindings::O_NONBLOCK as c_int != 0 {
+                        // As TCP: a non-blocking connect reports EINPROGRESS even when it
+                        // completed at once; POLLOUT and SO_ERROR 0 tell the rest.
+                        self.inprogress.store(true, Ordering::Release);
+                        return Err(errno(bindings::EINPROGRESS));
+                    }
+                    return Ok(());
+                }
+            }
+        }
         self.sync_error(own, &native);
         let r = native.connect(addr, flags);
         self.consumed(own, r)
+    }
+
+    /// The SCI handshake to the listener of `port` on this node. The native socket is
+    /// bound first (`127.0.0.1`, an ephemeral port from the TCP port space), so a
+    /// fallback connects from the same address. The handshake itself is short and
+    /// bounded (one second), so even a non-blocking connect runs it to the end.
+    fn sci_connect(&self, own: &OwnSk, native: &Native, port: u16) -> Result {
+        let plane = global::plane().ok_or(ENODEV)?;
+        let mut local = [0u8; 28];
+        let mut len = native.getname_bytes(&mut local, false)?;
+        if len >= 4 && local[2..4] == [0, 0] {
+            let mut lo = [0u8; 16];
+            lo.copy_from_slice(loopback_addr(0).as_bytes());
+            native.bind(SockAddr::new(lo.as_mut_ptr().cast(), lo.len() as c_int))?;
+            len = native.getname_bytes(&mut local, false)?;
+        }
+        let local = Addr::from_bytes(&local[..len]);
+        let src_port = local.port();
+        let conn = plane.new_conn(
+            plane.fabric().local_node(),
+            None,
+            1 << 20,
+            local,
+            loopback_addr(port),
+        )?;
+        conn.set_owner(own.wake_token());
+        let request = Frame::connect_request(conn.id, src_port, port, conn.offer()).encode_bytes();
+        let sent = plane.fabric().send_control(conn.peer_node, &request);
+        let mut timeo = connect_timeout();
+        let waited =
+            sent.and_then(|()| own.wait(&mut timeo, || Ok(conn.phase() != Phase::Connecting)));
+        if waited.is_err() || conn.phase() != Phase::Established {
+            conn.close(plane.fabric(), true);
+            plane.free_conn(&conn);
+            return Err(errno(bindings::ECONNREFUSED));
+        }
+        own.set_state(bindings::TCP_ESTABLISHED);
+        *self.sci.lock() = Some(conn);
+        Ok(())
+    }
+
+    /// The SCI connection, if this socket has one.
+    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
+        self.sci.lock().clone()
     }
 
     /// `listen(2)`.
@@ -220,25 +342,83 @@ impl SciSock {
         let native = self.commit(own, None)?;
         native.listen(backlog)?;
         own.set_state(bindings::TCP_LISTEN);
+        if sci_loopback_enabled()
+            && native.family() == bindings::AF_INET as c_int
+            && self.listen_queue.lock().is_none()
+        {
+            // Reachable over SCI too when bound to 0.0.0.0 or 127.0.0.1; if the port is
+            // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
+            let mut local = [0u8; 28];
+            let len = native.getname_bytes(&mut local, false)?;
+            let port = u16::from_be_bytes([local[2], local[3]]);
+            let any_or_lo =
+                len >= 8 && (local[4..8] == [0, 0, 0, 0] || local[4..8] == [127, 0, 0, 1]);
+            if let (true, Some(plane)) = (any_or_lo, global::plane()) {
+                let queue = ListenQueue::new(port, own.wake_token())?;
+                if plane.listen(queue.clone()).is_ok() {
+                    *self.listen_queue.lock() = Some(queue);
+                }
+            }
+        }
         Ok(())
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
+    /// SCI connections and TCP connections come through the same `accept()`.
     pub(crate) fn accept(
         &self,
         own: &OwnSk,
         arg: *mut bindings::proto_accept_arg,
-    ) -> Result<Native> {
+    ) -> Result<Accepted> {
         let native = self.native();
         self.sync_error(own, &native);
-        native.accept(arg)
+        let Some(queue) = self.listen_queue.lock().clone() else {
+            return native.accept(arg).map(Accepted::Native);
+        };
+        let nonblock = accept_flags(arg) & bindings::O_NONBLOCK as c_int != 0;
+        let mut timeo = own.rcvtimeo(nonblock);
+        loop {
+            if let Some(conn) = queue.pop() {
+                return Ok(Accepted::Sci(conn));
+            }
+            match native.accept_nonblock(arg) {
+                Err(e) if e == EAGAIN => {}
+                r => return r.map(Accepted::Native),
+            }
+            own.wait(&mut timeo, || {
+                Ok(!queue.is_empty() || native.poll_mask(core::ptr::null_mut()) & EPOLLIN != 0)
+            })?;
+        }
+    }
+
+    /// Takes an SCI connection accepted on `listener`: the new socket gets a fresh native
+    /// socket of the listener's family (for its options), and the connection.
+    pub(crate) fn adopt_sci(&self, own: &OwnSk, conn: Arc<Conn>, listener: &SciSock) -> Result {
+        let native = Native::create(own.net(), listener.native().family(), self.kern)?;
+        self.config.lock().committed = true;
+        self.install(own, native, None);
+        conn.set_owner(own.wake_token());
+        own.set_state(bindings::TCP_ESTABLISHED);
+        *self.sci.lock() = Some(conn);
+        Ok(())
     }
 
     /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.
     pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
+        if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
+            return conn.poll(plane.fabric());
+        }
         let native = self.native();
         self.sync_error(own, &native);
         let mut mask = native.poll_mask(file);
+        if self
+            .listen_queue
+            .lock()
+            .as_ref()
+            .is_some_and(|q| !q.is_empty())
+        {
+            mask |= EPOLLIN | EPOLLRDNORM;
+        }
         if own.error() != 0 {
             mask |= EPOLLERR;
         }
@@ -247,6 +427,12 @@ impl SciSock {
 
     /// `shutdown(2)`.
     pub(crate) fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
+            if !(0..=2).contains(&how) {
+                return Err(EINVAL);
+            }
+            return conn.shutdown(plane.fabric(), how);
+        }
         let native = self.native();
         self.sync_error(own, &native);
         native.shutdown(how)
@@ -254,6 +440,11 @@ impl SciSock {
 
     /// `sendmsg(2)` and kernel senders (NBD's `kernel_sendmsg` with kvec/bvec).
     pub(crate) fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
+            let flags = msg_flags(msg) as c_int;
+            let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+            return conn.send(plane.fabric(), own, msg, len, flags, nonblock);
+        }
         let native = self.native();
         self.sync_error(own, &native);
         native.copy_alloc_flags_from(own.as_ptr());
@@ -263,6 +454,12 @@ impl SciSock {
 
     /// `recvmsg(2)` and kernel receivers.
     pub(crate) fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
+            if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
+                let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+                return conn.recv(plane.fabric(), own, msg, len, flags, nonblock);
+            }
+        }
         let native = self.native();
         self.sync_error(own, &native);
         native.copy_alloc_flags_from(own.as_ptr());
@@ -386,11 +583,24 @@ impl SciSock {
     /// `struct sci_info` as bytes (four native-endian `__u32`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
+        let sci = self.conn().is_some();
         let fields = [
-            bindings::sci_mode_SCI_MODE_NATIVE,
-            bindings::sci_fallback_reason_SCI_FALLBACK_NO_FABRIC,
+            if sci {
+                bindings::sci_mode_SCI_MODE_SCI
+            } else {
+                bindings::sci_mode_SCI_MODE_NATIVE
+            },
+            if sci {
+                bindings::sci_fallback_reason_SCI_FALLBACK_NONE
+            } else {
+                bindings::sci_fallback_reason_SCI_FALLBACK_NO_FABRIC
+            },
             native.family() as u32,
-            u32::from(native.state()),
+            if sci {
+                bindings::TCP_ESTABLISHED
+            } else {
+                u32::from(native.state())
+            },
         ];
         let mut out = [0u8; 16];
         for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
@@ -399,14 +609,46 @@ impl SciSock {
         out
     }
 
+    /// `getsockname`/`getpeername` of an SCI connection (`None`: ask the native socket).
+    pub(crate) fn sci_name(&self, peer: bool) -> Option<Addr> {
+        self.conn().map(|c| if peer { c.peer } else { c.local })
+    }
+
+    /// `ioctl(2)`: `SIOCINQ`/`SIOCOUTQ` answered from the queues of an SCI connection,
+    /// everything else by the native socket.
+    pub(crate) fn ioctl(&self, cmd: c_uint, arg: core::ffi::c_ulong) -> Result<c_int> {
+        let Some(conn) = self.conn() else {
+            return self.native().ioctl(cmd, arg);
+        };
+        let value = match cmd {
+            SIOCINQ => conn.inq(),
+            SIOCOUTQ => conn.outq(),
+            c if c == bindings::SIOCOUTQNSD => 0,
+            _ => return self.native().ioctl(cmd, arg),
+        };
+        let value = c_int::try_from(value).unwrap_or(c_int::MAX);
+        UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
+            .writer()
+            .write(&value)?;
+        Ok(0)
+    }
+
     /// The lines this socket adds to `/proc/PID/fdinfo/FD`, so an admin (and the tests) can
     /// see that a program's socket really is `AF_SCI`, and how it carries its bytes.
     pub(crate) fn fdinfo(&self) -> Result<CString> {
         let native = self.native();
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
-            "native",
-            "no-fabric",
+            if self.conn().is_some() {
+                "sci"
+            } else {
+                "native"
+            },
+            if self.conn().is_some() {
+                "none"
+            } else {
+                "no-fabric"
+            },
             if native.family() == bindings::AF_INET6 as c_int {
                 "inet6"
             } else {
@@ -417,6 +659,18 @@ impl SciSock {
 
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
+        if let Some(plane) = global::plane() {
+            // Taken out first: the spinlock must not be held while closing (which sleeps).
+            let conn = self.sci.lock().take();
+            if let Some(conn) = conn {
+                conn.close(plane.fabric(), own.linger_zero());
+                plane.free_conn(&conn);
+            }
+            let queue = self.listen_queue.lock().take();
+            if let Some(queue) = queue {
+                plane.unlisten(&queue);
+            }
+        }
         let native = self.native();
         native.detach(&self.hooks);
         self.native.store(ptr::null_mut(), Ordering::Release);

@@ -17,6 +17,20 @@ int sci_family_param(void)
 	return family;
 }
 
+static bool sci_loopback;
+module_param(sci_loopback, bool, 0644);
+MODULE_PARM_DESC(sci_loopback, "Carry connections to 127.0.0.1 over the loopback fabric's shared-memory queues (experimental, default off)");
+
+bool sci_loopback_param(void)
+{
+	return READ_ONCE(sci_loopback);
+}
+
+bool sci_linger_zero(const struct sock *sk)
+{
+	return sock_flag(sk, SOCK_LINGER) && !READ_ONCE(sk->sk_lingertime);
+}
+
 static bool fabric_selftest;
 module_param(fabric_selftest, bool, 0444);
 MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");
@@ -145,3 +159,39 @@ void sci_wake_error(struct sock *sk)
 {
 	sci_wake(sk, EPOLLERR, SOCK_WAKE_IO, POLL_ERR);
 }
+
+void sci_wait_init(struct wait_queue_entry *wait)
+{
+	init_wait(wait);
+	wait->func = woken_wake_function;
+}
+
+void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait)
+{
+	add_wait_queue(sk_sleep(sk), wait);
+}
+
+long sci_wait_sleep(struct wait_queue_entry *wait, long timeo)
+{
+	return wait_woken(wait, TASK_INTERRUPTIBLE, timeo);
+}
+
+void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait)
+{
+	remove_wait_queue(sk_sleep(sk), wait);
+}
+
+bool sci_signal_pending(void) { return signal_pending(current); }
+long sci_sock_rcvtimeo(const struct sock *sk, bool noblock) { return sock_rcvtimeo(sk, noblock); }
+long sci_sock_sndtimeo(const struct sock *sk, bool noblock) { return sock_sndtimeo(sk, noblock); }
+int sci_sock_intr_errno(long timeo) { return sock_intr_errno(timeo); }
+void sci_send_sigpipe(void) { send_sig(SIGPIPE, current, 0); }
+long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
+
+struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name)
+{
+	return kthread_run(fn, data, "%s", name);
+}
+
+bool sci_kthread_should_stop(void) { return kthread_should_stop(); }
+int sci_kthread_stop(struct task_struct *task) { return kthread_stop(task); }

@@ -14,6 +14,9 @@
 #include <linux/net.h>
 #include <linux/poll.h>
 #include <linux/seq_file.h>
+#include <linux/kthread.h>
+#include <linux/sched/signal.h>
+#include <linux/wait.h>
 #include <linux/socket.h>
 #include <linux/sockptr.h>
 #include <linux/uio.h>
@@ -26,6 +29,10 @@
 
 /* Module parameter "family" (default AF_SCI_DEFAULT). */
 int sci_family_param(void);
+/* Module parameter "sci_loopback" (default off): the SCI data path over loopback. */
+bool sci_loopback_param(void);
+/* SO_LINGER with a zero timeout: close aborts. */
+bool sci_linger_zero(const struct sock *sk);
 /* Module parameter "fabric_selftest" (default off). */
 bool sci_fabric_selftest_param(void);
 
@@ -69,5 +76,25 @@ void sci_wake_readable(struct sock *sk);	/* as sock_def_readable */
 void sci_wake_writable(struct sock *sk);	/* as sk_stream_write_space */
 void sci_wake_state(struct sock *sk);		/* as sock_def_wakeup */
 void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
+
+/*
+ * Sleeping on a socket's wait queue without losing a wake-up: add the entry first,
+ * re-check the condition, then sleep (wait_woken remembers a wake that came between).
+ */
+void sci_wait_init(struct wait_queue_entry *wait);
+void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait);
+long sci_wait_sleep(struct wait_queue_entry *wait, long timeo);
+void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait);
+bool sci_signal_pending(void);
+long sci_sock_rcvtimeo(const struct sock *sk, bool noblock);
+long sci_sock_sndtimeo(const struct sock *sk, bool noblock);
+int sci_sock_intr_errno(long timeo);
+void sci_send_sigpipe(void);
+long sci_msecs_to_jiffies(unsigned int msecs);
+
+/* Kernel threads: run fn(data) until it returns; stop = ask and wait. */
+struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name);
+bool sci_kthread_should_stop(void);
+int sci_kthread_stop(struct task_struct *task);
 
 #endif /* AF_SCI_SHIM_H */

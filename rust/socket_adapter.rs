@@ -8,8 +8,8 @@
 
 use crate::bindings;
 use crate::native::{File, Msg, OptVal, PollTable, SockAddr};
-use crate::sci_sock::SciSock;
-use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use crate::sci_sock::{Accepted, SciSock};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::error::{to_result, Result};
@@ -100,6 +100,122 @@ impl OwnSk {
                 len,
             )
         })
+    }
+}
+
+impl OwnSk {
+    /// The socket's receive timeout (`SO_RCVTIMEO`), 0 when non-blocking, in jiffies.
+    pub(crate) fn rcvtimeo(&self, nonblock: bool) -> c_long {
+        // SAFETY: live sk.
+        unsafe { bindings::sci_sock_rcvtimeo(self.as_ptr(), nonblock) }
+    }
+
+    /// The socket's send timeout (`SO_SNDTIMEO`), 0 when non-blocking, in jiffies.
+    pub(crate) fn sndtimeo(&self, nonblock: bool) -> c_long {
+        // SAFETY: live sk.
+        unsafe { bindings::sci_sock_sndtimeo(self.as_ptr(), nonblock) }
+    }
+
+    /// Sleeps on the socket's wait queue until `ready()` returns true (`Ok`), `timeo`
+    /// jiffies pass (`EAGAIN`) or a signal arrives (`ERESTARTSYS`/`EINTR`). `ready` runs
+    /// with the wait entry already queued, so a wake-up between its check and the sleep
+    /// is not lost; `timeo` is updated with the time left.
+    pub(crate) fn wait(
+        &self,
+        timeo: &mut c_long,
+        mut ready: impl FnMut() -> Result<bool>,
+    ) -> Result {
+        let mut entry = core::mem::MaybeUninit::<bindings::wait_queue_entry>::zeroed();
+        let sk = self.as_ptr();
+        // SAFETY: the entry lives on this stack frame and is removed before it returns;
+        // `sk` is live while its op runs.
+        unsafe {
+            bindings::sci_wait_init(entry.as_mut_ptr());
+            bindings::sci_wait_add(sk, entry.as_mut_ptr());
+        }
+        let r = loop {
+            match ready() {
+                Ok(true) => break Ok(()),
+                Err(e) => break Err(e),
+                Ok(false) => {}
+            }
+            if *timeo == 0 {
+                break Err(EAGAIN);
+            }
+            // SAFETY: plain queries of the current task.
+            if unsafe { bindings::sci_signal_pending() } {
+                // SAFETY: as above.
+                break Err(kernel::error::Error::from_errno(unsafe {
+                    bindings::sci_sock_intr_errno(*timeo)
+                }));
+            }
+            // SAFETY: the entry is queued on `sk`'s wait queue.
+            *timeo = unsafe { bindings::sci_wait_sleep(entry.as_mut_ptr(), *timeo) };
+        };
+        // SAFETY: queued above.
+        unsafe { bindings::sci_wait_remove(sk, entry.as_mut_ptr()) };
+        r
+    }
+}
+
+impl OwnSk {
+    /// `SO_LINGER` with a zero timeout is set: close aborts the connection.
+    pub(crate) fn linger_zero(&self) -> bool {
+        // SAFETY: live sk.
+        unsafe { bindings::sci_linger_zero(self.as_ptr()) }
+    }
+
+    /// The sk's address, to be woken by a connection or listen queue (see [`wake_sk`]).
+    pub(crate) fn wake_token(&self) -> usize {
+        self.as_ptr() as usize
+    }
+}
+
+/// How long an SCI connect waits for the listener's answer (jiffies) before falling
+/// back to TCP.
+pub(crate) fn connect_timeout() -> c_long {
+    // SAFETY: a pure conversion.
+    unsafe { bindings::sci_msecs_to_jiffies(1000) }
+}
+
+/// Whether the `sci_loopback` module parameter enables the SCI data path.
+pub(crate) fn sci_loopback_enabled() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_loopback_param() }
+}
+
+/// Sends `SIGPIPE` to the current task (a write on a connection that is shut).
+pub(crate) fn send_sigpipe() {
+    // SAFETY: signals the current task.
+    unsafe { bindings::sci_send_sigpipe() }
+}
+
+/// How a connection wakes the socket that owns it.
+#[derive(Clone, Copy)]
+pub(crate) enum Wake {
+    /// Data or end of stream to read.
+    Readable,
+    /// Space to write.
+    Writable,
+    /// A state change (connected, closed, reset).
+    State,
+}
+
+/// Wakes the waiters of the `AF_SCI` sk at `sk` (an address stored by its connection
+/// while the socket owns it; see `sci_conn::Conn::set_owner`).
+pub(crate) fn wake_sk(sk: usize, what: Wake) {
+    let sk = sk as *mut bindings::sock;
+    if sk.is_null() {
+        return;
+    }
+    // SAFETY: the connection clears the address under its owner lock before the socket
+    // is released, and calls this under the same lock, so `sk` is live.
+    unsafe {
+        match what {
+            Wake::Readable => bindings::sci_wake_readable(sk),
+            Wake::Writable => bindings::sci_wake_writable(sk),
+            Wake::State => bindings::sci_wake_state(sk),
+        }
     }
 }
 
@@ -290,19 +406,30 @@ unsafe extern "C" fn accept(
     // its accept arguments.
     unsafe {
         let (own, state) = parts(sock);
-        let native = match state.accept(&own, arg) {
-            Ok(native) => native,
+        let accepted = match state.accept(&own, arg) {
+            Ok(accepted) => accepted,
             Err(e) => return e.to_errno(),
         };
         let new_own = match new_sk(own.net(), newsock, (*arg).kern) {
             Ok(new_own) => new_own,
             Err(e) => {
-                native.release();
+                if let Accepted::Native(native) = accepted {
+                    native.release();
+                }
                 return e.to_errno();
             }
         };
         (*newsock).state = bindings::socket_state_SS_CONNECTED;
-        state_of(new_own.as_ptr()).adopt(&new_own, native, state);
+        let new_state = state_of(new_own.as_ptr());
+        match accepted {
+            Accepted::Native(native) => new_state.adopt(&new_own, native, state),
+            Accepted::Sci(conn) => {
+                if let Err(e) = new_state.adopt_sci(&new_own, conn, state) {
+                    drop_sk(newsock, new_own);
+                    return e.to_errno();
+                }
+            }
+        }
     }
     0
 }
@@ -319,7 +446,15 @@ unsafe extern "C" fn getname(
 ) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
-    count_of(state.native().getname(addr, peer))
+    match state.sci_name(peer != 0) {
+        Some(name) => {
+            let bytes = name.as_bytes();
+            // SAFETY: `addr` is the socket layer's `sockaddr_storage` buffer.
+            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), bytes.len()) };
+            bytes.len() as c_int
+        }
+        None => count_of(state.native().getname(addr, peer)),
+    }
 }
 
 /// `poll` of our `proto_ops`.
@@ -345,7 +480,7 @@ unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTab
 unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulong) -> c_int {
     // SAFETY: an op on an attached socket.
     let (_, state) = unsafe { parts(sock) };
-    count_of(state.native().ioctl(cmd, arg))
+    count_of(state.ioctl(cmd, arg))
 }
 
 /// `gettstamp` of our `proto_ops`.

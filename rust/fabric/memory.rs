@@ -106,6 +106,18 @@ pub(crate) fn with_kvec_iter<R>(
     f(iter.as_mut_ptr())
 }
 
+/// The data iterator of a message handed to `sendmsg`/`recvmsg`.
+pub(crate) fn msg_iter(msg: *mut bindings::msghdr) -> *mut bindings::iov_iter {
+    // SAFETY: the socket layer passes a live message; this only takes a field's address.
+    unsafe { core::ptr::addr_of_mut!((*msg).msg_iter) }
+}
+
+/// The flags of a message handed to `sendmsg` (`MSG_DONTWAIT`, `MSG_NOSIGNAL`, ...).
+pub(crate) fn msg_flags(msg: *mut bindings::msghdr) -> core::ffi::c_uint {
+    // SAFETY: the socket layer passes a live message.
+    unsafe { (*msg).msg_flags }
+}
+
 impl Segment for SegMem {
     fn len(&self) -> usize {
         self.len

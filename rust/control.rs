@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The SCI control plane of this node: the connection table (slots whose index is the
+//! doorbell channel), the `AF_SCI` listeners that SCI connection requests can reach, the
+//! inbound mailbox, and the listener kthread that serves it (seed §5.1.4).
+//!
+//! Connection setup never touches the TCP byte stream: the connector allocates a slot and
+//! its segment (initialising both of its areas with its generation and start cursor),
+//! then mails a connect request; the listener kthread of the target node finds the
+//! listening socket by port, sets up the server end, answers with an accept carrying its
+//! queue offer and queues the connection for `accept()`; the connector's node routes the
+//! answer to the waiting slot. No listener, a full backlog or a bad offer is a reject,
+//! and the socket falls back to its native TCP connect.
+
+use crate::bindings;
+use crate::fabric::loopback::Loopback;
+use crate::fabric::{Fabric, FabricEvents, NodeId};
+use crate::global;
+use crate::kthread::{self, KThread, ThreadMain};
+use crate::native::errno;
+use crate::proto::frame::{ConnId, Frame, FrameKind, RejectReason, FRAME_SIZE};
+use crate::proto::queue::QueueParams;
+use crate::proto::ring::RingGeometry;
+use crate::sci_conn::{Addr, Conn, RING_LOG2};
+use crate::socket_adapter::{wake_sk, Wake};
+use kernel::prelude::*;
+use kernel::sync::{Arc, CondVar, SpinLock};
+
+/// Connections this node can hold at once (slots, and doorbell channels).
+pub(crate) const MAX_CONNS: usize = 1024;
+/// Listening ports reachable over SCI at once.
+const MAX_LISTENERS: usize = 256;
+/// Inbound control frames waiting for the listener kthread.
+const INBOX_FRAMES: usize = 256;
+/// SCI connections a listener holds for `accept()` at most.
+const ACCEPT_BACKLOG: usize = 128;
+
+/// The SCI connections waiting for `accept()` on one listening socket.
+#[pin_data]
+pub(crate) struct ListenQueue {
+    port: u16,
+    #[pin]
+    inner: SpinLock<ListenInner>,
+}
+
+struct ListenInner {
+    ring: KVec<Option<Arc<Conn>>>,
+    head: usize,
+    len: usize,
+    /// The listening sk to wake (0 once it closed).
+    owner: usize,
+}
+
+impl ListenQueue {
+    /// A queue for a socket listening on `port`, waking `owner`.
+    pub(crate) fn new(port: u16, owner: usize) -> Result<Arc<Self>> {
+        let mut ring = KVec::with_capacity(ACCEPT_BACKLOG, GFP_KERNEL)?;
+        for _ in 0..ACCEPT_BACKLOG {
+            ring.push(None, GFP_KERNEL)?;
+        }
+        Arc::pin_init(
+            pin_init!(Self {
+                port,
+                inner <- kernel::new_spinlock!(ListenInner { ring, head: 0, len: 0, owner }, "ListenQueue"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Takes the oldest established connection.
+    pub(crate) fn pop(&self) -> Option<Arc<Conn>> {
+        let mut g = self.inner.lock();
+        if g.len == 0 {
+            return None;
+        }
+        let head = g.head;
+        let conn = g.ring.as_mut_slice()[head].take();
+        g.head = (head + 1) % ACCEPT_BACKLOG;
+        g.len -= 1;
+        conn
+    }
+
+    /// Whether a connection is waiting.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.inner.lock().len == 0
+    }
+
+    fn push(&self, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>> {
+        let mut g = self.inner.lock();
+        if g.len == ACCEPT_BACKLOG || g.owner == 0 {
+            return Err(conn);
+        }
+        let tail = (g.head + g.len) % ACCEPT_BACKLOG;
+        g.ring.as_mut_slice()[tail] = Some(conn);
+        g.len += 1;
+        wake_sk(g.owner, Wake::Readable);
+        Ok(())
+    }
+
+    /// The listener closed: no more connections, and those still queued are returned
+    /// (to be aborted) after the lock.
+    pub(crate) fn close(&self) -> KVec<Arc<Conn>> {
+        let mut left = KVec::new();
+        while let Some(conn) = self.pop() {
+            let _ = left.push(conn, GFP_KERNEL);
+        }
+        self.inner.lock().owner = 0;
+        left
+    }
+}
+
+/// A small ring of inbound frames.
+struct Inbox {
+    frames: KVec<(NodeId, [u8; FRAME_SIZE])>,
+    head: usize,
+    len: usize,
+}
+
+/// The control plane (one per module).
+#[pin_data]
+pub(crate) struct ControlPlane {
+    fabric: Pin<KBox<Loopback>>,
+    #[pin]
+    conns: SpinLock<KVec<(u32, Option<Arc<Conn>>)>>,
+    #[pin]
+    listeners: SpinLock<KVec<Option<Arc<ListenQueue>>>>,
+    #[pin]
+    inbox: SpinLock<Inbox>,
+    #[pin]
+    inbox_ready: CondVar,
+}
+
+/// Forwards fabric events to the installed control plane.
+struct PlaneEvents;
+
+static EVENTS: PlaneEvents = PlaneEvents;
+
+impl FabricEvents for PlaneEvents {
+    fn control(&self, from: NodeId, frame: [u8; FRAME_SIZE]) {
+        if let Some(plane) = global::plane() {
+            plane.enqueue(from, frame);
+        }
+    }
+
+    fn doorbell(&self, channel: u32) {
+        if let Some(conn) = global::plane().and_then(|p| p.conn(channel)) {
+            conn.doorbell();
+        }
+    }
+}
+
+/// The listener kthread: serves the inbound mailbox.
+pub(crate) struct ListenerThread;
+
+/// The one listener thread body.
+pub(crate) static LISTENER: ListenerThread = ListenerThread;
+
+impl ThreadMain for ListenerThread {
+    fn main(&'static self) {
+        // The plane outlives this thread: the module stops the thread before it
+        // uninstalls and drops the plane.
+        while !kthread::should_stop() {
+            let Some(plane) = global::plane() else { break };
+            match plane.dequeue() {
+                Some((from, bytes)) => plane.handle(from, &bytes),
+                None => plane.wait_for_frames(),
+            }
+        }
+    }
+}
+
+impl ControlPlane {
+    /// A control plane over the loopback fabric (node 0).
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let fabric = KBox::pin_init(Loopback::new(0, MAX_CONNS, &EVENTS)?, GFP_KERNEL)?;
+        let mut conns = KVec::with_capacity(MAX_CONNS, GFP_KERNEL)?;
+        for _ in 0..MAX_CONNS {
+            conns.push((1u32, None), GFP_KERNEL)?;
+        }
+        let mut listeners = KVec::with_capacity(MAX_LISTENERS, GFP_KERNEL)?;
+        for _ in 0..MAX_LISTENERS {
+            listeners.push(None, GFP_KERNEL)?;
+        }
+        let mut frames = KVec::with_capacity(INBOX_FRAMES, GFP_KERNEL)?;
+        for _ in 0..INBOX_FRAMES {
+            frames.push((0, [0u8; FRAME_SIZE]), GFP_KERNEL)?;
+        }
+        Ok(try_pin_init!(Self {
+            fabric,
+            conns <- kernel::new_spinlock!(conns, "ControlPlane::conns"),
+            listeners <- kernel::new_spinlock!(listeners, "ControlPlane::listeners"),
+            inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "ControlPlane::inbox"),
+            inbox_ready <- kernel::new_condvar!("ControlPlane::inbox_ready"),
+        }? Error))
+    }
+
+    /// Starts the listener kthread (after [`global::install`]).
+    pub(crate) fn start_threads() -> Result<KThread> {
+        KThread::run(&LISTENER, kernel::c_str!("sci_listener"))
+    }
+
+    /// The fabric this node is on.
+    pub(crate) fn fabric(&self) -> &dyn Fabric {
+        &*self.fabric
+    }
+
+    fn enqueue(&self, from: NodeId, frame: [u8; FRAME_SIZE]) {
+        let mut g = self.inbox.lock();
+        if g.len == INBOX_FRAMES {
+            // A full inbox drops the frame: the connector times out and falls back.
+            return;
+        }
+        let tail = (g.head + g.len) % INBOX_FRAMES;
+        g.frames.as_mut_slice()[tail] = (from, frame);
+        g.len += 1;
+        drop(g);
+        self.inbox_ready.notify_one();
+    }
+
+    fn dequeue(&self) -> Option<(NodeId, [u8; FRAME_SIZE])> {
+        let mut g = self.inbox.lock();
+        if g.len == 0 {
+            return None;
+        }
+        let item = g.frames.as_slice()[g.head];
+        g.head = (g.head + 1) % INBOX_FRAMES;
+        g.len -= 1;
+        Some(item)
+    }
+
+    fn wait_for_frames(&self) {
+        let mut g = self.inbox.lock();
+        if g.len == 0 {
+            let _ = self
+                .inbox_ready
+                .wait_interruptible_timeout(&mut g, kernel::time::msecs_to_jiffies(100));
+        }
+    }
+
+    /// The connection in `slot` (a doorbell channel).
+    pub(crate) fn conn(&self, slot: u32) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        g.as_slice().get(slot as usize).and_then(|(_, c)| c.clone())
+    }
+
+    /// The connection `id`, if its slot still holds that generation.
+    fn conn_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        match g.as_slice().get(id.slot as usize) {
+            Some((generation, Some(c))) if *generation == id.generation => Some(c.clone()),
+            _ => None,
+        }
+    }
+
+    /// Allocates a slot and creates a connection end in it.
+    pub(crate) fn new_conn(
+        &self,
+        peer_node: NodeId,
+        generation: Option<u32>,
+        start: u64,
+        local: Addr,
+        peer: Addr,
+    ) -> Result<Arc<Conn>> {
+        let id = {
+            let mut g = self.conns.lock();
+            let (slot, entry) = g
+                .as_mut_slice()
+                .iter_mut()
+                .enumerate()
+                .find(|(_, (_, c))| c.is_none())
+                .ok_or(ENOMEM)?;
+            // Reserve the slot with a new generation; the connection is stored below.
+            entry.0 = entry.0.wrapping_add(1).max(1);
+            ConnId {
+                slot: slot as u32,
+                generation: entry.0,
+            }
+        };
+        let geometry = RingGeometry::from_log2(RING_LOG2).map_err(|_| EINVAL)?;
+        let params = QueueParams {
+            geometry,
+            generation: generation.unwrap_or(id.generation),
+            start,
+        };
+        let conn = Conn::new(self.fabric(), id, peer_node, params, local, peer)?;
+        let mut g = self.conns.lock();
+        g.as_mut_slice()[id.slot as usize].1 = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Frees a connection's slot and withdraws its segment.
+    pub(crate) fn free_conn(&self, conn: &Conn) {
+        let old = {
+            let mut g = self.conns.lock();
+            match g.as_mut_slice().get_mut(conn.id.slot as usize) {
+                Some((generation, c)) if *generation == conn.id.generation => c.take(),
+                _ => None,
+            }
+        };
+        self.fabric().unexport(conn.id.slot);
+        drop(old);
+    }
+
+    /// Makes a listening socket reachable for SCI connection requests on `port`.
+    pub(crate) fn listen(&self, queue: Arc<ListenQueue>) -> Result {
+        let mut g = self.listeners.lock();
+        if g.iter().flatten().any(|q| q.port == queue.port) {
+            return Err(errno(bindings::EADDRINUSE));
+        }
+        let slot = g
+            .as_mut_slice()
+            .iter_mut()
+            .find(|q| q.is_none())
+            .ok_or(ENOSPC)?;
+        *slot = Some(queue);
+        Ok(())
+    }
+
+    /// Removes a listener; connections still queued for it are aborted.
+    pub(crate) fn unlisten(&self, queue: &ListenQueue) {
+        let old = {
+            let mut g = self.listeners.lock();
+            g.as_mut_slice()
+                .iter_mut()
+                .find(|q| q.as_ref().is_some_and(|q| core::ptr::eq(&**q, queue)))
+                .and_then(Option::take)
+        };
+        drop(old);
+        for conn in queue.close().iter() {
+            conn.close(self.fabric(), true);
+            self.free_conn(conn);
+        }
+    }
+
+    fn listener(&self, port: u16) -> Option<Arc<ListenQueue>> {
+        let g = self.listeners.lock();
+        g.iter().flatten().find(|q| q.port == port).cloned()
+    }
+
+    /// Serves one inbound control frame (listener kthread).
+    fn handle(&self, from: NodeId, bytes: &[u8; FRAME_SIZE]) {
+        let Ok(frame) = Frame::decode_bytes(bytes) else {
+            return;
+        };
+        match frame.kind {
+            FrameKind::ConnectRequest => self.serve_request(from, &frame),
+            FrameKind::Accept => {
+                if let Some(conn) = self.conn_by_id(frame.dst) {
+                    let established = self
+                        .fabric()
+                        .map_segment(from, frame.src.slot)
+                        .ok()
+                        .and_then(|seg| {
+                            frame
+                                .offer
+                                .validate(crate::proto::segment::Segment::len(&seg))
+                                .map(|o| (seg, o))
+                        })
+                        .map(|(seg, offer)| conn.establish(frame.src, offer, seg));
+                    if !matches!(established, Some(Ok(()))) {
+                        conn.refuse();
+                    }
+                }
+            }
+            FrameKind::Reject => {
+                if let Some(conn) = self.conn_by_id(frame.dst) {
+                    conn.refuse();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn reject(&self, from: NodeId, request: &Frame, reason: RejectReason) {
+        let src = ConnId {
+            slot: 0,
+            generation: 0,
+        };
+        let _ = self
+            .fabric()
+            .send_control(from, &Frame::reject(request, src, reason).encode_bytes());
+    }
+
+    fn serve_request(&self, from: NodeId, request: &Frame) {
+        let Some(queue) = self.listener(request.dst_port) else {
+            return self.reject(from, request, RejectReason::NoListener);
+        };
+        let Ok(client_seg) = self.fabric().map_segment(from, request.src.slot) else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        let Some(offer) = request
+            .offer
+            .validate(crate::proto::segment::Segment::len(&client_seg))
+        else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        let local = crate::sci_sock::loopback_addr(request.dst_port);
+        let peer = crate::sci_sock::loopback_addr(request.src_port);
+        let conn = match self.new_conn(from, Some(request.src.generation), offer.start, local, peer)
+        {
+            Ok(conn) => conn,
+            Err(_) => return self.reject(from, request, RejectReason::NoResources),
+        };
+        if conn.establish(request.src, offer, client_seg).is_err() {
+            self.free_conn(&conn);
+            return self.reject(from, request, RejectReason::BadOffer);
+        }
+        let accept = Frame::accept(request, conn.id, conn.offer()).encode_bytes();
+        if let Err(conn) = queue.push(conn) {
+            self.free_conn(&conn);
+            return self.reject(from, request, RejectReason::BacklogFull);
+        }
+        let _ = self.fabric().send_control(from, &accept);
+    }
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel threads, as the seed's listener and connector threads are (a thin wrapper
+//! around `kthread_run` / `kthread_stop`, which 6.12's Rust bindings lack).
+
+use crate::bindings;
+use core::ffi::{c_int, c_void};
+use core::ptr::NonNull;
+use kernel::error::from_err_ptr;
+use kernel::prelude::*;
+
+/// The body of a kernel thread: runs until [`should_stop`] says so, then returns.
+pub(crate) trait ThreadMain: Sync + 'static {
+    /// The thread's main loop.
+    fn main(&'static self);
+}
+
+/// A running kernel thread; dropping it stops it and waits for it to return.
+pub(crate) struct KThread(NonNull<bindings::task_struct>);
+
+// SAFETY: a task pointer may be used (stopped) from any thread.
+unsafe impl Send for KThread {}
+// SAFETY: as above; `&KThread` allows nothing.
+unsafe impl Sync for KThread {}
+
+/// # Safety
+///
+/// `data` is the `&'static T` given to [`KThread::run`].
+unsafe extern "C" fn trampoline<T: ThreadMain>(data: *mut c_void) -> c_int {
+    // SAFETY: see the function's contract.
+    let body = unsafe { &*data.cast_const().cast::<T>() };
+    body.main();
+    0
+}
+
+impl KThread {
+    /// Starts a kernel thread named `name` running `body.main()`.
+    pub(crate) fn run<T: ThreadMain>(body: &'static T, name: &'static CStr) -> Result<Self> {
+        let data = core::ptr::from_ref(body).cast_mut().cast::<c_void>();
+        // SAFETY: the trampoline matches `T`; `body` and `name` are 'static.
+        let task = from_err_ptr(unsafe {
+            bindings::sci_kthread_run(Some(trampoline::<T>), data, name.as_char_ptr().cast())
+        })?;
+        NonNull::new(task).map(Self).ok_or(ENOMEM)
+    }
+}
+
+impl Drop for KThread {
+    fn drop(&mut self) {
+        // SAFETY: the thread was started by `run` and only returns once asked to stop,
+        // so the task is alive for `kthread_stop`, which waits for it.
+        unsafe { bindings::sci_kthread_stop(self.0.as_ptr()) };
+    }
+}
+
+/// Whether the current kernel thread has been asked to stop.
+pub(crate) fn should_stop() -> bool {
+    // SAFETY: called from a thread started by `KThread::run`.
+    unsafe { bindings::sci_kthread_should_stop() }
+}

@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An SCI connection: two unidirectional message queues in shared memory.
+//!
+//! Each end owns one fabric segment holding its *receive area* (the ring the peer writes
+//! into) at offset 0 and the *credit area* of its outgoing queue right after it (where
+//! the peer's consumer publishes its cursor). Both queues use the connector's connection
+//! generation and start cursor, so every area is initialised by its owner before the peer
+//! learns of it (see `control.rs`). Bytes go from the caller's `iov_iter` straight into
+//! the peer's ring and out of the own ring into the reader's `iov_iter`: one copy each way.
+//!
+//! Waiting follows the seed's poll-then-sleep: a side that must wait posts a wait request
+//! (`prepare_wait`), re-checks, and sleeps on its socket's wait queue; the peer rings the
+//! doorbell only when asked, and the doorbell wakes the socket.
+
+use crate::bindings;
+use crate::fabric::memory::{msg_iter, SegMem};
+use crate::fabric::{Fabric, NodeId};
+use crate::native::{errno, Msg};
+use crate::proto::frame::{ConnId, QueueOffer, ValidOffer};
+use crate::proto::queue::{self, Consumer, Producer, QueueParams};
+use crate::proto::ring::CREDIT_AREA_SIZE;
+use crate::socket_adapter::{send_sigpipe, wake_sk, OwnSk, Wake};
+use core::ffi::c_int;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex, SpinLock};
+
+/// log2 of the ring each end receives into (64 KiB).
+pub(crate) const RING_LOG2: u32 = 16;
+
+/// Poll bits, as in `include/uapi/linux/eventpoll.h`.
+const EPOLLIN: u32 = 0x1;
+const EPOLLOUT: u32 = 0x4;
+const EPOLLERR: u32 = 0x8;
+const EPOLLHUP: u32 = 0x10;
+const EPOLLRDNORM: u32 = 0x40;
+const EPOLLWRNORM: u32 = 0x100;
+const EPOLLRDHUP: u32 = 0x2000;
+
+/// Local state bits of a connection (`Inner::flags`).
+const RCV_SHUT: u32 = 1 << 0;
+const SND_SHUT: u32 = 1 << 1;
+const RESET_REPORTED: u32 = 1 << 2;
+const EPIPE_ARMED: u32 = 1 << 3;
+
+type Tx = Producer<Arc<SegMem>, Arc<SegMem>>;
+type Rx = Consumer<Arc<SegMem>, Arc<SegMem>>;
+
+/// A socket address as `getsockname`/`getpeername` return it.
+#[derive(Clone, Copy)]
+pub(crate) struct Addr {
+    bytes: [u8; 28],
+    len: usize,
+}
+
+impl Addr {
+    /// An empty address.
+    pub(crate) const EMPTY: Addr = Addr {
+        bytes: [0; 28],
+        len: 0,
+    };
+
+    /// An address from its bytes (at most `sockaddr_in6`).
+    pub(crate) fn from_bytes(b: &[u8]) -> Self {
+        let mut a = Self::EMPTY;
+        let len = b.len().min(a.bytes.len());
+        a.bytes[..len].copy_from_slice(&b[..len]);
+        a.len = len;
+        a
+    }
+
+    /// The address bytes.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// The port (network order in the address), 0 if none.
+    pub(crate) fn port(&self) -> u16 {
+        if self.len < 4 {
+            return 0;
+        }
+        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
+    }
+}
+
+/// Where a connection stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Request sent, no answer yet.
+    Connecting,
+    /// Queues in place.
+    Established,
+    /// The peer refused; the socket falls back to TCP.
+    Refused,
+}
+
+/// The mutable part of a connection, under `Conn::inner`.
+struct Inner {
+    phase: Phase,
+    peer_id: ConnId,
+    tx: Option<Tx>,
+    rx: Option<Rx>,
+    /// The peer's segment (its receive area is where `tx` writes).
+    peer_seg: Option<Arc<SegMem>>,
+    /// `RCV_SHUT`, `SND_SHUT`, ...
+    flags: u32,
+}
+
+/// One SCI connection end.
+#[pin_data]
+pub(crate) struct Conn {
+    /// This end's id (its slot in the connection table and the slot's generation).
+    pub(crate) id: ConnId,
+    /// The node of the other end.
+    pub(crate) peer_node: NodeId,
+    /// This end's segment (receive area, then the credit area of the outgoing queue).
+    seg: Arc<SegMem>,
+    /// The parameters of the queue this end receives on.
+    params: QueueParams,
+    #[pin]
+    inner: Mutex<Inner>,
+    /// Address of the socket to wake (an `AF_SCI` sk), 0 when none.
+    #[pin]
+    owner: SpinLock<usize>,
+    /// `getsockname` of the connection.
+    pub(crate) local: Addr,
+    /// `getpeername` of the connection.
+    pub(crate) peer: Addr,
+}
+
+fn proto_err<E>(_: E) -> Error {
+    errno(bindings::EPROTO)
+}
+
+impl Conn {
+    /// A new connection end `id` talking to `peer_node`: its segment is allocated and
+    /// exported, and its own areas are initialised for `params` (the generation and
+    /// start both directions use).
+    pub(crate) fn new(
+        fabric: &dyn Fabric,
+        id: ConnId,
+        peer_node: NodeId,
+        params: QueueParams,
+        local: Addr,
+        peer: Addr,
+    ) -> Result<Arc<Self>> {
+        let rx_size = params.geometry.rx_area_size();
+        let seg = fabric.create_segment(id.slot, rx_size + CREDIT_AREA_SIZE)?;
+        queue::init_rx_area(&*seg, 0, params).map_err(proto_err)?;
+        queue::init_credit_area(&*seg, rx_size, params).map_err(proto_err)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                id,
+                peer_node,
+                seg,
+                params,
+                inner <- kernel::new_mutex!(
+                    Inner {
+                        phase: Phase::Connecting,
+                        peer_id: ConnId::NONE,
+                        tx: None,
+                        rx: None,
+                        peer_seg: None,
+                        flags: 0,
+                    },
+                    "Conn::inner"
+                ),
+                owner <- kernel::new_spinlock!(0, "Conn::owner"),
+                local,
+                peer,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The queue this end offers the peer (its receive area).
+    pub(crate) fn offer(&self) -> QueueOffer {
+        QueueOffer {
+            ring_log2: self.params.geometry.log2() as u8,
+            rx_area: 0,
+            credit_area: self.params.geometry.rx_area_size() as u64,
+            start: self.params.start,
+        }
+    }
+
+    /// Where the connection stands.
+    pub(crate) fn phase(&self) -> Phase {
+        self.inner.lock().phase
+    }
+
+    /// Builds the queues from the peer's validated offer and its mapped segment.
+    pub(crate) fn establish(
+        &self,
+        peer_id: ConnId,
+        offer: ValidOffer,
+        peer_seg: Arc<SegMem>,
+    ) -> Result {
+        let rx_size = self.params.geometry.rx_area_size();
+        let tx_params = offer.params(self.params.generation);
+        if tx_params.start != self.params.start {
+            return Err(errno(bindings::EPROTO));
+        }
+        let tx = Producer::new(
+            peer_seg.clone(),
+            offer.rx_area,
+            self.seg.clone(),
+            rx_size,
+            tx_params,
+        )
+        .map_err(proto_err)?;
+        let rx = Consumer::new(
+            self.seg.clone(),
+            0,
+            peer_seg.clone(),
+            offer.credit_area,
+            self.params,
+            queue::default_publish_threshold(self.params.geometry),
+        )
+        .map_err(proto_err)?;
+        let mut g = self.inner.lock();
+        g.peer_id = peer_id;
+        g.tx = Some(tx);
+        g.rx = Some(rx);
+        g.peer_seg = Some(peer_seg);
+        g.phase = Phase::Established;
+        drop(g);
+        self.wake(Wake::State);
+        Ok(())
+    }
+
+    /// The peer refused (or never answered): the socket falls back.
+    pub(crate) fn refuse(&self) {
+        self.inner.lock().phase = Phase::Refused;
+        self.wake(Wake::State);
+    }
+
+    /// Sets (or, with 0, clears) the socket that this connection wakes.
+    pub(crate) fn set_owner(&self, sk: usize) {
+        *self.owner.lock() = sk;
+    }
+
+    /// Wakes the owning socket, if any (safe in atomic context).
+    pub(crate) fn wake(&self, what: Wake) {
+        let owner = self.owner.lock();
+        wake_sk(*owner, what);
+    }
+
+    /// A doorbell for this connection: the peer moved a cursor or a flag.
+    pub(crate) fn doorbell(&self) {
+        let owner = self.owner.lock();
+        wake_sk(*owner, Wake::Readable);
+        wake_sk(*owner, Wake::Writable);
+    }
+
+    fn notify_peer(&self, fabric: &dyn Fabric, peer_id: ConnId) {
+        fabric.notify(self.peer_node, peer_id.slot);
+    }
+
+    /// `sendmsg`: copies from the message straight into the peer's ring.
+    pub(crate) fn send(
+        &self,
+        fabric: &dyn Fabric,
+        own: &OwnSk,
+        msg: Msg,
+        len: usize,
+        flags: c_int,
+        nonblock: bool,
+    ) -> Result<c_int> {
+        let iter = msg_iter(msg);
+        let nosignal = flags & bindings::MSG_NOSIGNAL as c_int != 0;
+        let mut sent = 0usize;
+        let mut timeo = own.sndtimeo(nonblock);
+        loop {
+            let mut g = self.inner.lock();
+            let peer_id = g.peer_id;
+            let shut = g.flags & SND_SHUT != 0;
+            let Inner {
+                tx,
+                rx,
+                peer_seg,
+                flags: local_flags,
+                ..
+            } = &mut *g;
+            let (Some(tx), Some(peer_seg)) = (tx.as_mut(), peer_seg.as_ref()) else {
+                return Err(errno(bindings::ENOTCONN));
+            };
+            let reader_closed = tx.peer().closed;
+            let aborted = rx.as_mut().is_some_and(|rx| rx.peer().abort);
+            if shut || reader_closed || aborted {
+                if sent > 0 {
+                    return Ok(sent as c_int);
+                }
+                if aborted && *local_flags & RESET_REPORTED == 0 {
+                    *local_flags |= RESET_REPORTED;
+                    return Err(errno(bindings::ECONNRESET));
+                }
+                if !shut && !aborted && *local_flags & EPIPE_ARMED == 0 {
+                    // As TCP: the first write after the peer closed still "succeeds"
+                    // (TCP answers it with a reset); the next one fails.
+                    *local_flags |= EPIPE_ARMED;
+                    return Ok(len as c_int);
+                }
+                drop(g);
+                if !nosignal {
+                    send_sigpipe();
+                }
+                return Err(errno(bindings::EPIPE));
+            }
+            if len == 0 {
+                return Ok(0);
+            }
+            tx.finish_wait();
+            tx.refresh().map_err(proto_err)?;
+            let spans = tx.writable().map_err(proto_err)?.truncate(len - sent);
+            let n = spans.total();
+            if n > 0 {
+                let mut copied = 0;
+                for span in spans.iter() {
+                    let got = peer_seg.copy_from_iter(span, iter);
+                    copied += got;
+                    if got < span.len {
+                        break;
+                    }
+                }
+                let ring = tx.commit(copied).map_err(proto_err)?;
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                sent += copied;
+                if copied < n {
+                    // A fault in the user's buffer: report what was sent, or EFAULT.
+                    return if sent > 0 {
+                        Ok(sent as c_int)
+                    } else {
+                        Err(EFAULT)
+                    };
+                }
+                if sent == len {
+                    return Ok(sent as c_int);
+                }
+                continue;
+            }
+            drop(g);
+            if nonblock || timeo == 0 {
+                return if sent > 0 {
+                    Ok(sent as c_int)
+                } else {
+                    Err(EAGAIN)
+                };
+            }
+            let r = own.wait(&mut timeo, || {
+                let mut g = self.inner.lock();
+                let peer_id = g.peer_id;
+                let aborted = g.rx.as_mut().is_some_and(|rx| rx.peer().abort);
+                let Some(tx) = g.tx.as_mut() else {
+                    return Ok(true);
+                };
+                let d = tx.prepare_wait(1).map_err(proto_err)?;
+                drop(g);
+                if d.notify_peer {
+                    self.notify_peer(fabric, peer_id);
+                }
+                Ok(!d.sleep || aborted)
+            });
+            if let Err(e) = r {
+                return if sent > 0 { Ok(sent as c_int) } else { Err(e) };
+            }
+        }
+    }
+
+    /// `recvmsg`: copies out of this end's ring into the message.
+    pub(crate) fn recv(
+        &self,
+        fabric: &dyn Fabric,
+        own: &OwnSk,
+        msg: Msg,
+        len: usize,
+        flags: c_int,
+        nonblock: bool,
+    ) -> Result<c_int> {
+        let flags = flags as u32;
+        if flags & bindings::MSG_OOB != 0 {
+            return Err(EINVAL);
+        }
+        let peek = flags & bindings::MSG_PEEK != 0;
+        let waitall = flags & bindings::MSG_WAITALL != 0 && !peek;
+        let iter = msg_iter(msg);
+        let mut copied = 0usize;
+        let mut timeo = own.rcvtimeo(nonblock);
+        loop {
+            let mut g = self.inner.lock();
+            let peer_id = g.peer_id;
+            if g.flags & RCV_SHUT != 0 {
+                return Ok(copied as c_int);
+            }
+            let Inner {
+                rx,
+                flags: local_flags,
+                ..
+            } = &mut *g;
+            let Some(rx) = rx.as_mut() else {
+                return Err(errno(bindings::ENOTCONN));
+            };
+            rx.finish_wait();
+            rx.refresh().map_err(proto_err)?;
+            let spans = rx.readable().map_err(proto_err)?.truncate(len - copied);
+            let n = spans.total();
+            if n > 0 {
+                let mut got = 0;
+                for span in spans.iter() {
+                    let c = self.seg.copy_to_iter(span, iter);
+                    got += c;
+                    if c < span.len {
+                        break;
+                    }
+                }
+                let ring = if peek {
+                    false
+                } else {
+                    rx.consume_and_update(got).map_err(proto_err)?
+                };
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                copied += got;
+                if got < n {
+                    return if copied > 0 {
+                        Ok(copied as c_int)
+                    } else {
+                        Err(EFAULT)
+                    };
+                }
+                if copied == len || peek || !waitall {
+                    return Ok(copied as c_int);
+                }
+                continue;
+            }
+            let peer = rx.peer();
+            if peer.abort {
+                if copied > 0 {
+                    return Ok(copied as c_int);
+                }
+                if *local_flags & RESET_REPORTED == 0 {
+                    *local_flags |= RESET_REPORTED;
+                    return Err(errno(bindings::ECONNRESET));
+                }
+                return Ok(0);
+            }
+            if peer.done_writing || copied > 0 && !waitall || len == 0 {
+                return Ok(copied as c_int);
+            }
+            drop(g);
+            if timeo == 0 {
+                return if copied > 0 {
+                    Ok(copied as c_int)
+                } else {
+                    Err(EAGAIN)
+                };
+            }
+            let r = own.wait(&mut timeo, || {
+                let mut g = self.inner.lock();
+                let peer_id = g.peer_id;
+                if g.flags & RCV_SHUT != 0 {
+                    return Ok(true);
+                }
+                let Some(rx) = g.rx.as_mut() else {
+                    return Ok(true);
+                };
+                let d = rx.prepare_wait().map_err(proto_err)?;
+                let peer = rx.peer();
+                drop(g);
+                if d.notify_peer {
+                    self.notify_peer(fabric, peer_id);
+                }
+                Ok(!d.sleep || peer.done_writing || peer.abort)
+            });
+            if let Err(e) = r {
+                return if copied > 0 {
+                    Ok(copied as c_int)
+                } else {
+                    Err(e)
+                };
+            }
+        }
+    }
+
+    /// The poll mask of an established (or connecting) connection, posting wait
+    /// requests for what is not ready so the peer's next change rings the doorbell.
+    pub(crate) fn poll(&self, fabric: &dyn Fabric) -> u32 {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let local = g.flags;
+        let Inner { tx, rx, .. } = &mut *g;
+        let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) else {
+            return 0;
+        };
+        let mut ring = false;
+        let mut mask = 0;
+        let readable = |rx: &mut Rx| rx.refresh().map(|avail| avail > 0);
+        let mut can_read = readable(rx).unwrap_or(true);
+        if !can_read {
+            if let Ok(d) = rx.prepare_wait() {
+                ring |= d.notify_peer;
+                can_read = !d.sleep;
+            }
+        }
+        let peer = rx.peer();
+        let error = rx.error().is_some() || tx.error().is_some();
+        if can_read || peer.done_writing || peer.abort || local & RCV_SHUT != 0 {
+            mask |= EPOLLIN | EPOLLRDNORM;
+        }
+        if peer.done_writing || peer.abort || local & RCV_SHUT != 0 {
+            mask |= EPOLLRDHUP;
+        }
+        let size = tx.params().geometry.size();
+        let writable = |tx: &mut Tx| tx.refresh().map(|free| free * 2 >= size);
+        let send_done = local & SND_SHUT != 0 || tx.peer().closed || peer.abort;
+        if send_done || writable(tx).unwrap_or(true) {
+            mask |= EPOLLOUT | EPOLLWRNORM;
+        } else if let Ok(d) = tx.prepare_wait(size / 2) {
+            ring |= d.notify_peer;
+            if !d.sleep {
+                mask |= EPOLLOUT | EPOLLWRNORM;
+            }
+        }
+        let rcv_done = peer.done_writing || peer.abort || local & RCV_SHUT != 0;
+        let snd_done = local & SND_SHUT != 0 || peer.abort || tx.peer().closed;
+        if rcv_done && snd_done {
+            mask |= EPOLLHUP;
+        }
+        if peer.abort && local & RESET_REPORTED == 0 || error {
+            mask |= EPOLLERR;
+        }
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        mask
+    }
+
+    /// `shutdown(2)`: `how` is `SHUT_RD`, `SHUT_WR` or `SHUT_RDWR`.
+    pub(crate) fn shutdown(&self, fabric: &dyn Fabric, how: c_int) -> Result {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let how = how as u32;
+        if how == bindings::sock_shutdown_cmd_SHUT_RD
+            || how == bindings::sock_shutdown_cmd_SHUT_RDWR
+        {
+            g.flags |= RCV_SHUT;
+        }
+        let mut ring = false;
+        if (how == bindings::sock_shutdown_cmd_SHUT_WR
+            || how == bindings::sock_shutdown_cmd_SHUT_RDWR)
+            && g.flags & SND_SHUT == 0
+        {
+            g.flags |= SND_SHUT;
+            if let Some(tx) = g.tx.as_mut() {
+                tx.set_done_writing().map_err(proto_err)?;
+                ring = true;
+            }
+        }
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        self.wake(Wake::State);
+        Ok(())
+    }
+
+    /// `close(2)`: a graceful close, or an abort (the peer sees `ECONNRESET`) when data
+    /// was left unread or `abort` (`SO_LINGER` with a zero timeout) asks for it.
+    pub(crate) fn close(&self, fabric: &dyn Fabric, abort: bool) {
+        self.set_owner(0);
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let Inner { tx, rx, .. } = &mut *g;
+        if let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) {
+            let unread = rx.refresh().map(|avail| avail > 0).unwrap_or(true);
+            let broken = rx.error().is_some() || tx.error().is_some();
+            if abort || unread || broken || tx.set_closed().is_err() {
+                tx.set_abort();
+            }
+            rx.set_closed();
+            drop(g);
+            self.notify_peer(fabric, peer_id);
+        }
+    }
+
+    /// Bytes ready to read (`FIONREAD`).
+    pub(crate) fn inq(&self) -> u64 {
+        let mut g = self.inner.lock();
+        g.rx.as_mut().and_then(|rx| rx.refresh().ok()).unwrap_or(0)
+    }
+
+    /// Bytes written but not yet read by the peer (`SIOCOUTQ`).
+    pub(crate) fn outq(&self) -> u64 {
+        let mut g = self.inner.lock();
+        g.tx.as_mut()
+            .map(|tx| {
+                let _ = tx.refresh();
+                tx.unconsumed()
+            })
+            .unwrap_or(0)
+    }
+}
