@@ -8,7 +8,10 @@
 //! and, when no SCI data path can serve the connection, carries its bytes.
 //!
 //! Files: `socket_adapter.rs` (family registration and `proto_ops`), `sci_sock.rs` (the
-//! socket), `native.rs` (the native TCP socket), `bindings.rs` + `shim.c` (C glue).
+//! socket), `native.rs` (the native TCP socket), `node_map.rs` + `config/rules.rs` (the
+//! connect-time decision), `sockets.rs` (module-wide state, socket registry, counters),
+//! `netlink.rs` + `netlink_adapter.rs` (the `af_sci` generic netlink family),
+//! `bindings.rs` + `shim.c` + `genl.c` (C glue).
 
 mod bindings;
 mod control;
@@ -17,6 +20,9 @@ mod fabric;
 mod global;
 mod kthread;
 mod native;
+mod netlink;
+mod netlink_adapter;
+mod node_map;
 // The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
 // are used only as the data path grows.
 #[allow(dead_code)]
@@ -25,6 +31,7 @@ mod proto;
 mod sci_conn;
 mod sci_sock;
 mod socket_adapter;
+mod sockets;
 
 use kernel::prelude::*;
 use socket_adapter::Family;
@@ -38,7 +45,9 @@ module! {
 }
 
 struct AfSci {
-    /// Dropped first: stops the listener kthread.
+    /// Dropped first: its handlers use the module-wide state `family` owns.
+    _netlink: netlink_adapter::Family,
+    /// Dropped next: stops the listener kthread.
     _listener: kthread::KThread,
     family: Pin<KBox<Family>>,
     _plane: InstalledPlane,
@@ -61,12 +70,25 @@ impl kernel::Module for AfSci {
                 return Err(e);
             }
         };
+        let netlink = match netlink_adapter::Family::register() {
+            Ok(netlink) => netlink,
+            Err(e) => {
+                pr_err!(
+                    "cannot register the generic netlink family af_sci: {:?}\n",
+                    e
+                );
+                drop(listener);
+                drop(family);
+                return Err(e);
+            }
+        };
         pr_info!(
             "registered address family {} (fabric: {})\n",
             number,
             plane.0.fabric().name()
         );
         Ok(AfSci {
+            _netlink: netlink,
             _listener: listener,
             family,
             _plane: plane,

@@ -9,6 +9,7 @@
 //! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
 
 use crate::bindings;
+use crate::node_map::rules::{self, Ip};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -62,6 +63,37 @@ impl SockAddr {
         // at `ptr`; `sa_family` is the first field, read unaligned to be safe.
         Some(unsafe { ptr::read_unaligned(ptr::addr_of!((*self.ptr).sa_family)) })
     }
+
+    /// The IP address and port of an `AF_INET`/`AF_INET6` address long enough for TCP's
+    /// connect; `None` for anything else.
+    pub(crate) fn ip_port(&self) -> Option<(Ip, u16)> {
+        rules::sockaddr_ip_port(self.bytes()?)
+    }
+}
+
+/// Whether `ip` is an address of one of this host's interfaces in namespace `net`
+/// (`inet_addr_type() == RTN_LOCAL`, `ipv6_chk_addr()`).
+pub(crate) fn addr_is_local(net: *mut bindings::net, ip: Ip) -> bool {
+    match ip {
+        // SAFETY: `net` is the namespace of a live socket; the address is passed by value.
+        Ip::V4(b) => unsafe { bindings::sci_addr4_is_local(net, u32::from_ne_bytes(b)) },
+        Ip::V6(b) => {
+            // SAFETY: `in6_addr` is a 16-byte union of integer arrays: any bytes are valid.
+            let addr = unsafe { core::mem::transmute::<[u8; 16], bindings::in6_addr>(b) };
+            // SAFETY: as above; `addr` lives across the call.
+            unsafe { bindings::sci_addr6_is_local(net, &addr) }
+        }
+    }
+}
+
+/// The addresses of a native socket, for the socket dump (zero while unset).
+pub(crate) struct NativeAddrs {
+    /// `AF_INET` or `AF_INET6`.
+    pub(crate) family: u16,
+    /// Local address and port.
+    pub(crate) local: (Ip, u16),
+    /// Peer address and port.
+    pub(crate) peer: (Ip, u16),
 }
 
 /// The flags (`O_NONBLOCK`, ...) of an accept.
@@ -319,6 +351,25 @@ impl Native {
     pub(crate) fn peek_error(&self) -> c_int {
         // SAFETY: `sk` is live; a racy int read, as `sock_error` does before its xchg.
         unsafe { ptr::read_volatile(ptr::addr_of!((*self.sk()).sk_err)) }
+    }
+
+    /// Its addresses, read without its lock (as `inet_diag` does).
+    pub(crate) fn addrs(&self) -> NativeAddrs {
+        let mut raw = bindings::sci_sock_addrs::default();
+        // SAFETY: `sk` is live (invariant); `raw` is ours.
+        unsafe { bindings::sci_sock_addrs(self.sk(), &mut raw) };
+        let ip = |b: [u8; 16]| {
+            if u32::from(raw.family) == bindings::AF_INET6 {
+                Ip::V6(b)
+            } else {
+                Ip::V4([b[0], b[1], b[2], b[3]])
+            }
+        };
+        NativeAddrs {
+            family: raw.family,
+            local: (ip(raw.local), raw.local_port),
+            peer: (ip(raw.peer), raw.peer_port),
+        }
     }
 
     /// Send and receive buffer sizes, to mirror them into the owner.

@@ -17,14 +17,19 @@ use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::global;
 use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
+use crate::node_map::{
+    self,
+    rules::{sockaddr_ip_port, Decision, FallbackReason, Ip, NodeId},
+};
 use crate::proto::frame::Frame;
 use crate::sci_conn::{Addr, Conn, Phase};
 use crate::socket_adapter::{
     connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk,
 };
+use crate::sockets::SockInfo;
 use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -49,6 +54,20 @@ const SIOCOUTQ: c_uint = 0x5411;
 fn accept_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
     crate::native::accept_arg_flags(arg)
 }
+
+// The reasons of the protocol core are the uapi's.
+const _: () = {
+    use bindings::*;
+    assert!(FallbackReason::None as u32 == sci_fallback_reason_SCI_FALLBACK_NONE);
+    assert!(FallbackReason::NoFabric as u32 == sci_fallback_reason_SCI_FALLBACK_NO_FABRIC);
+    assert!(FallbackReason::NotMapped as u32 == sci_fallback_reason_SCI_FALLBACK_NOT_MAPPED);
+    assert!(FallbackReason::PortExcluded as u32 == sci_fallback_reason_SCI_FALLBACK_PORT_EXCLUDED);
+    assert!(FallbackReason::PeerRejected as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_REJECTED);
+    assert!(FallbackReason::NoMemory as u32 == sci_fallback_reason_SCI_FALLBACK_NO_MEMORY);
+    assert!(FallbackReason::Timeout as u32 == sci_fallback_reason_SCI_FALLBACK_TIMEOUT);
+    assert!(FallbackReason::PeerTcp as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_TCP);
+    assert!(FallbackReason::COUNT as u32 == sci_fallback_reason___SCI_FALLBACK_MAX);
+};
 
 /// A `setsockopt` made before the native socket's family was settled.
 struct RecordedOption {
@@ -86,6 +105,10 @@ pub(crate) struct SciSock {
     listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
     /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
     inprogress: AtomicBool,
+    /// Why the socket is native (`enum sci_fallback_reason`), decided at connect/accept.
+    fallback: AtomicU32,
+    /// Id in the module's socket registry (0 until registered).
+    registry_id: AtomicU64,
 }
 
 /// What `accept()` found.
@@ -130,6 +153,8 @@ impl SciSock {
             sci <- kernel::new_spinlock!(None, "SciSock::sci"),
             listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
             inprogress: AtomicBool::new(false),
+            fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
+            registry_id: AtomicU64::new(0),
         })
     }
 
@@ -137,13 +162,96 @@ impl SciSock {
     pub(crate) fn init_native(&self, own: &OwnSk) -> Result {
         let native = Native::create(own.net(), bindings::AF_INET as c_int, self.kern)?;
         self.install(own, native, None);
+        own.stats().socket_created();
         Ok(())
     }
 
-    /// Takes an accepted native socket; `listener` is the accepting socket.
+    /// Takes an accepted native socket; `listener` is the accepting socket. The peer came
+    /// over TCP (an SCI peer would have come through the fabric's listener).
     pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
         self.config.lock().committed = true;
         self.install(own, native, Some(&listener.hooks));
+        own.stats().socket_created();
+        self.fall_back(own, FallbackReason::PeerTcp);
+    }
+
+    /// Records the id the socket registry gave this socket.
+    pub(crate) fn set_registry_id(&self, id: u64) {
+        self.registry_id.store(id, Ordering::Relaxed);
+    }
+
+    /// The id in the socket registry.
+    pub(crate) fn registry_id(&self) -> u64 {
+        self.registry_id.load(Ordering::Relaxed)
+    }
+
+    /// Why the socket is native.
+    fn fallback_reason(&self) -> FallbackReason {
+        FallbackReason::from_u32(self.fallback.load(Ordering::Relaxed))
+            .unwrap_or(FallbackReason::NoFabric)
+    }
+
+    /// The reason to report: none on the SCI data path.
+    fn reason(&self, sci: bool) -> FallbackReason {
+        if sci {
+            FallbackReason::None
+        } else {
+            self.fallback_reason()
+        }
+    }
+
+    /// Records (and counts) why this connection carries its bytes natively.
+    fn fall_back(&self, own: &OwnSk, reason: FallbackReason) {
+        self.fallback.store(reason as u32, Ordering::Relaxed);
+        own.stats().fallback(reason);
+    }
+
+    /// The connect-time decision for a new connection attempt to `addr` (`dest:port`):
+    /// true when the socket is now connected over SCI, false when the native connect
+    /// follows (the reason recorded).
+    fn choose_path(
+        &self,
+        own: &OwnSk,
+        native: &Native,
+        addr: &SockAddr,
+        dest: Ip,
+        port: u16,
+    ) -> bool {
+        let reason = match node_map::decide(own.net(), dest, port) {
+            Decision::Sci(node) => match self.try_sci(own, native, addr, node) {
+                Ok(()) => {
+                    self.fallback
+                        .store(FallbackReason::None as u32, Ordering::Relaxed);
+                    own.stats().sci_connection();
+                    return true;
+                }
+                Err(reason) => reason,
+            },
+            Decision::Native(reason) => reason,
+        };
+        self.fall_back(own, reason);
+        false
+    }
+
+    /// The SCI connect attempt to `node`, or why it is not possible. The loopback fabric
+    /// (`sci_loopback=1`) serves `127.0.0.1` on this node, from `AF_INET` sockets.
+    fn try_sci(
+        &self,
+        own: &OwnSk,
+        native: &Native,
+        addr: &SockAddr,
+        node: NodeId,
+    ) -> core::result::Result<(), FallbackReason> {
+        let plane = global::plane()
+            .filter(|_| sci_loopback_enabled())
+            .ok_or(FallbackReason::NoFabric)?;
+        let port = loopback_port(addr).ok_or(FallbackReason::NoFabric)?;
+        if node != NodeId::from(plane.fabric().local_node())
+            || native.family() != bindings::AF_INET as c_int
+        {
+            return Err(FallbackReason::NoFabric);
+        }
+        self.sci_connect(own, native, port)
     }
 
     fn install(&self, own: &OwnSk, native: Native, inherited: Option<&NativeHooks>) {
@@ -275,9 +383,11 @@ impl SciSock {
             };
         }
         let native = self.commit(own, Some(&addr))?;
-        if let Some(port) = loopback_port(&addr) {
-            if sci_loopback_enabled() && native.family() == bindings::AF_INET as c_int {
-                if self.sci_connect(own, &native, port).is_ok() {
+        // A new attempt (not the repeated call of a non-blocking connect in progress)
+        // decides its path by the node map and the port rules.
+        if u32::from(native.state()) == bindings::TCP_CLOSE {
+            if let Some((dest, port)) = addr.ip_port() {
+                if self.choose_path(own, &native, &addr, dest, port) {
                     if flags & bindings::O_NONBLOCK as c_int != 0 {
                         // As TCP: a non-blocking connect reports EINPROGRESS even when it
                         // completed at once; POLLOUT and SO_ERROR 0 tell the rest.
@@ -297,35 +407,59 @@ impl SciSock {
     /// bound first (`127.0.0.1`, an ephemeral port from the TCP port space), so a
     /// fallback connects from the same address. The handshake itself is short and
     /// bounded (one second), so even a non-blocking connect runs it to the end.
-    fn sci_connect(&self, own: &OwnSk, native: &Native, port: u16) -> Result {
-        let plane = global::plane().ok_or(ENODEV)?;
+    fn sci_connect(
+        &self,
+        own: &OwnSk,
+        native: &Native,
+        port: u16,
+    ) -> core::result::Result<(), FallbackReason> {
+        let no_fabric = |_| FallbackReason::NoFabric;
+        let plane = global::plane().ok_or(FallbackReason::NoFabric)?;
         let mut local = [0u8; 28];
-        let mut len = native.getname_bytes(&mut local, false)?;
+        let mut len = native.getname_bytes(&mut local, false).map_err(no_fabric)?;
         if len >= 4 && local[2..4] == [0, 0] {
             let mut lo = [0u8; 16];
             lo.copy_from_slice(loopback_addr(0).as_bytes());
-            native.bind(SockAddr::new(lo.as_mut_ptr().cast(), lo.len() as c_int))?;
-            len = native.getname_bytes(&mut local, false)?;
+            native
+                .bind(SockAddr::new(lo.as_mut_ptr().cast(), lo.len() as c_int))
+                .map_err(no_fabric)?;
+            len = native.getname_bytes(&mut local, false).map_err(no_fabric)?;
         }
         let local = Addr::from_bytes(&local[..len]);
         let src_port = local.port();
-        let conn = plane.new_conn(
-            plane.fabric().local_node(),
-            None,
-            1 << 20,
-            local,
-            loopback_addr(port),
-        )?;
+        let conn = plane
+            .new_conn(
+                plane.fabric().local_node(),
+                None,
+                1 << 20,
+                local,
+                loopback_addr(port),
+            )
+            .map_err(|e| {
+                if e == ENOMEM {
+                    FallbackReason::NoMemory
+                } else {
+                    FallbackReason::NoFabric
+                }
+            })?;
         conn.set_owner(own.wake_token());
         let request = Frame::connect_request(conn.id, src_port, port, conn.offer()).encode_bytes();
         let sent = plane.fabric().send_control(conn.peer_node, &request);
         let mut timeo = connect_timeout();
+        let sent_ok = sent.is_ok();
         let waited =
             sent.and_then(|()| own.wait(&mut timeo, || Ok(conn.phase() != Phase::Connecting)));
-        if waited.is_err() || conn.phase() != Phase::Established {
+        let phase = conn.phase();
+        if waited.is_err() || phase != Phase::Established {
             conn.close(plane.fabric(), true);
             plane.free_conn(&conn);
-            return Err(errno(bindings::ECONNREFUSED));
+            return Err(match phase {
+                _ if !sent_ok => FallbackReason::NoFabric,
+                Phase::Refused => FallbackReason::PeerRejected,
+                // No answer in time (or a signal cut the wait short).
+                Phase::Connecting => FallbackReason::Timeout,
+                Phase::Established => FallbackReason::NoFabric,
+            });
         }
         own.set_state(bindings::TCP_ESTABLISHED);
         *self.sci.lock() = Some(conn);
@@ -400,6 +534,10 @@ impl SciSock {
         conn.set_owner(own.wake_token());
         own.set_state(bindings::TCP_ESTABLISHED);
         *self.sci.lock() = Some(conn);
+        self.fallback
+            .store(FallbackReason::None as u32, Ordering::Relaxed);
+        own.stats().socket_created();
+        own.stats().sci_connection();
         Ok(())
     }
 
@@ -590,11 +728,7 @@ impl SciSock {
             } else {
                 bindings::sci_mode_SCI_MODE_NATIVE
             },
-            if sci {
-                bindings::sci_fallback_reason_SCI_FALLBACK_NONE
-            } else {
-                bindings::sci_fallback_reason_SCI_FALLBACK_NO_FABRIC
-            },
+            self.reason(sci).as_u32(),
             native.family() as u32,
             if sci {
                 bindings::TCP_ESTABLISHED
@@ -637,24 +771,46 @@ impl SciSock {
     /// see that a program's socket really is `AF_SCI`, and how it carries its bytes.
     pub(crate) fn fdinfo(&self) -> Result<CString> {
         let native = self.native();
+        let sci = self.conn().is_some();
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
-            if self.conn().is_some() {
-                "sci"
-            } else {
-                "native"
-            },
-            if self.conn().is_some() {
-                "none"
-            } else {
-                "no-fabric"
-            },
+            if sci { "sci" } else { "native" },
+            self.reason(sci).name(),
             if native.family() == bindings::AF_INET6 as c_int {
                 "inet6"
             } else {
                 "inet"
             },
         ))
+    }
+
+    /// What the netlink socket dump reports of this socket.
+    pub(crate) fn diag(&self, own: &OwnSk) -> SockInfo {
+        let native = self.native();
+        let addrs = native.addrs();
+        let set = |(ip, port): (Ip, u16)| (port != 0 || !ip.is_unspecified()).then_some((ip, port));
+        let mut info = SockInfo {
+            family: addrs.family,
+            local: set(addrs.local),
+            peer: set(addrs.peer),
+            mode: bindings::sci_mode_SCI_MODE_NATIVE,
+            fallback: self.fallback_reason(),
+            state: native.state(),
+            queue_fill: 0,
+            inode: own.inode(),
+            cookie: own.cookie(),
+            node: None,
+        };
+        if let Some(conn) = self.conn() {
+            info.local = sockaddr_ip_port(conn.local.as_bytes()).or(info.local);
+            info.peer = sockaddr_ip_port(conn.peer.as_bytes());
+            info.mode = bindings::sci_mode_SCI_MODE_SCI;
+            info.fallback = FallbackReason::None;
+            info.state = bindings::TCP_ESTABLISHED as u8;
+            info.queue_fill = u32::try_from(conn.inq()).unwrap_or(u32::MAX);
+            info.node = Some(conn.peer_node.into());
+        }
+        info
     }
 
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).

@@ -26,6 +26,7 @@
 #include <net/sock.h>
 #include <net/tcp_states.h>
 #include "../uapi/linux/af_sci.h"
+#include "genl.h"	/* the netlink family and per-netns counters (genl.c) */
 
 /* Module parameter "family" (default AF_SCI_DEFAULT). */
 int sci_family_param(void);

@@ -9,6 +9,7 @@
 use crate::bindings;
 use crate::native::{File, Msg, OptVal, PollTable, SockAddr};
 use crate::sci_sock::{Accepted, SciSock};
+use crate::sockets::{Globals, NetStats, Registry, SockInfo};
 use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
@@ -26,6 +27,32 @@ struct SciSockObj {
 static FAMILY: AtomicI32 = AtomicI32::new(0);
 /// Our `proto_ops`, installed on every `AF_SCI` socket.
 static OPS: AtomicPtr<bindings::proto_ops> = AtomicPtr::new(ptr::null_mut());
+/// The module-wide state, owned by the registered [`Family`].
+static GLOBALS: AtomicPtr<Globals> = AtomicPtr::new(ptr::null_mut());
+
+/// The module-wide state: node map and socket registry.
+///
+/// Only called from socket operations and netlink handlers, which run only while the
+/// family is registered (the netlink family is registered after it and unregistered
+/// before it).
+pub(crate) fn globals() -> &'static Globals {
+    let p = GLOBALS.load(Ordering::Acquire);
+    assert!(
+        !p.is_null(),
+        "af_sci: module state used outside the family's registration"
+    );
+    // SAFETY: published by `Family::register` before the family (and then the netlink
+    // family) can call us, and freed by `Family`'s drop only after every caller is gone:
+    // the netlink family is unregistered first, and no AF_SCI socket outlives the module.
+    unsafe { &*p }
+}
+
+/// A registered `AF_SCI` sock, for the socket registry: it is removed from the registry
+/// in `release`, before the sock can be freed.
+pub(crate) struct SkRef(NonNull<bindings::sock>);
+
+// SAFETY: only a pointer, dereferenced under the registry's lock while the sock is live.
+unsafe impl Send for SkRef {}
 
 /// A safe view of an `AF_SCI` socket's own `struct sock`.
 pub(crate) struct OwnSk(NonNull<bindings::sock>);
@@ -40,6 +67,25 @@ impl OwnSk {
     pub(crate) fn net(&self) -> *mut bindings::net {
         // SAFETY: our sk is live while any of its ops runs.
         unsafe { bindings::sci_sock_net(self.as_ptr()) }
+    }
+
+    /// The counters of the socket's network namespace.
+    pub(crate) fn stats(&self) -> &NetStats {
+        // SAFETY: the pernet data (registered before the family, zeroed: a valid
+        // `NetStats`) lives as long as the namespace, which outlives its sockets.
+        unsafe { &*bindings::sci_net_generic(self.net()).cast::<NetStats>() }
+    }
+
+    /// The socket's inode number (as in `/proc/PID/fd`).
+    pub(crate) fn inode(&self) -> u64 {
+        // SAFETY: live sk; `sock_i_ino` reads it under `sk_callback_lock`.
+        unsafe { bindings::sci_sock_ino(self.as_ptr()) }
+    }
+
+    /// The socket's cookie.
+    pub(crate) fn cookie(&self) -> u64 {
+        // SAFETY: live sk; the cookie is set once, atomically.
+        unsafe { bindings::sci_sock_cookie(self.as_ptr()) }
     }
 
     /// The pending error as a positive errno, or 0, without consuming it.
@@ -320,6 +366,10 @@ unsafe extern "C" fn create(
     if protocol != 0 && protocol != bindings::IPPROTO_TCP as c_int {
         return -(bindings::EPROTONOSUPPORT as c_int);
     }
+    let slot = match Registry::reserve() {
+        Ok(slot) => slot,
+        Err(e) => return e.to_errno(),
+    };
     // SAFETY: as above.
     let own = match unsafe { new_sk(net, sock, kern != 0) } {
         Ok(own) => own,
@@ -328,7 +378,10 @@ unsafe extern "C" fn create(
     // SAFETY: `own` was just initialised.
     let state = unsafe { state_of(own.as_ptr()) };
     match state.init_native(&own) {
-        Ok(()) => 0,
+        Ok(()) => {
+            state.set_registry_id(globals().sockets.insert(slot, SkRef(own.0)));
+            0
+        }
         Err(e) => {
             // SAFETY: nothing else knows the new sk yet.
             unsafe { drop_sk(sock, own) };
@@ -350,6 +403,8 @@ unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
             return 0;
         }
         let own = OwnSk(NonNull::new_unchecked(sk));
+        // First out of the registry: once removed, no dump looks at the socket.
+        globals().sockets.remove(state_of(sk).registry_id());
         state_of(sk).release(&own);
         bindings::sci_lock_sock(sk);
         bindings::sci_sock_orphan(sk);
@@ -402,6 +457,10 @@ unsafe extern "C" fn accept(
     newsock: *mut bindings::socket,
     arg: *mut bindings::proto_accept_arg,
 ) -> c_int {
+    let slot = match Registry::reserve() {
+        Ok(slot) => slot,
+        Err(e) => return e.to_errno(),
+    };
     // SAFETY: an op on an attached listener; `newsock` is the caller's new socket and `arg`
     // its accept arguments.
     unsafe {
@@ -430,8 +489,28 @@ unsafe extern "C" fn accept(
                 }
             }
         }
+        new_state.set_registry_id(globals().sockets.insert(slot, SkRef(new_own.0)));
     }
     0
+}
+
+/// Calls `f` on every `AF_SCI` socket of namespace `net` whose registry id is above
+/// `after`, in id order, until it returns false (the socket dump).
+pub(crate) fn for_each_socket(
+    net: *mut bindings::net,
+    after: u64,
+    mut f: impl FnMut(u64, &SockInfo) -> bool,
+) {
+    globals().sockets.visit_after(after, |id, sk| {
+        let own = OwnSk(sk.0);
+        if own.net() != net {
+            return true;
+        }
+        // SAFETY: a registered sk is live and its state initialised: `release` removes it
+        // from the registry, under the lock held here, before the sk can be freed.
+        let state = unsafe { state_of(sk.0.as_ptr()) };
+        f(id, &state.diag(&own))
+    });
 }
 
 /// `getname` of our `proto_ops`.
@@ -628,12 +707,15 @@ unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
     state.native().splice_eof();
 }
 
-/// The registered `AF_SCI` family: our `proto`, `proto_ops` and `net_proto_family`.
+/// The registered `AF_SCI` family: our `proto`, `proto_ops` and `net_proto_family`, the
+/// per-namespace counters, and the module-wide state its sockets share ([`globals`]).
 pub(crate) struct Family {
     ops: bindings::proto_ops,
     family: bindings::net_proto_family,
-    /// Both `proto_register` and `sock_register` succeeded: drop undoes them.
+    /// The pernet counters, `proto_register` and `sock_register` all succeeded: drop
+    /// undoes them.
     registered: bool,
+    globals: Pin<KBox<Globals>>,
 }
 
 // SAFETY: the tables are written once before registration and only read afterwards; the
@@ -693,20 +775,34 @@ impl Family {
                     owner,
                 },
                 registered: false,
+                globals: KBox::pin_init(Globals::new(), GFP_KERNEL)?,
             },
             GFP_KERNEL,
         )?;
         FAMILY.store(number, Ordering::Relaxed);
         OPS.store(ptr::from_ref(&this.ops).cast_mut(), Ordering::Relaxed);
+        // SAFETY: registers our static pernet_operations, whose zeroed data is a valid
+        // `NetStats` (same layout as `struct sci_net_stats`, see `sockets.rs`).
+        to_result(unsafe { bindings::sci_pernet_register() })?;
+        GLOBALS.store(ptr::from_ref(&*this.globals).cast_mut(), Ordering::Release);
         // SAFETY: registers our static proto (obj_size = our sk object).
-        to_result(unsafe {
-            bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint)
-        })?;
+        let ret =
+            unsafe { bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint) };
+        if ret != 0 {
+            GLOBALS.store(ptr::null_mut(), Ordering::Release);
+            // SAFETY: registered just above.
+            unsafe { bindings::sci_pernet_unregister() };
+            return Err(kernel::error::Error::from_errno(ret));
+        }
         // SAFETY: `this` is pinned and outlives the registration (dropped after unregister).
         let ret = unsafe { bindings::sock_register(&this.family) };
         if ret != 0 {
+            GLOBALS.store(ptr::null_mut(), Ordering::Release);
             // SAFETY: registered just above.
-            unsafe { bindings::sci_proto_unregister() };
+            unsafe {
+                bindings::sci_proto_unregister();
+                bindings::sci_pernet_unregister();
+            }
             if ret == -(bindings::EEXIST as c_int) {
                 pr_err!(
                     "address family {} is already registered by another protocol; load with family=<free number>\n",
@@ -738,7 +834,9 @@ impl Drop for Family {
         unsafe {
             bindings::sock_unregister(self.family.family);
             bindings::sci_proto_unregister();
+            bindings::sci_pernet_unregister();
         }
+        GLOBALS.store(ptr::null_mut(), Ordering::Release);
     }
 }
 

@@ -41,11 +41,25 @@ enum sci_mode {
 	SCI_MODE_SCI	= 1,	/* over shared-memory message queues */
 };
 
-/* Why a socket is SCI_MODE_NATIVE (sci_info.fallback_reason). */
+/*
+ * Why a socket is SCI_MODE_NATIVE (sci_info.fallback_reason, the "sci-fallback:" line of
+ * /proc/PID/fdinfo, SCI_SOCK_A_FALLBACK).  Decided when the socket connects (or is
+ * accepted); a socket that has not connected yet reports SCI_FALLBACK_NO_FABRIC.
+ * Names as tools print them: none, no-fabric, not-mapped, port-excluded, peer-rejected,
+ * no-memory, timeout, peer-tcp.
+ */
 enum sci_fallback_reason {
-	SCI_FALLBACK_NONE	= 0,	/* not fallen back (SCI_MODE_SCI) */
-	SCI_FALLBACK_NO_FABRIC	= 1,	/* no SCI data path is available to this socket */
+	SCI_FALLBACK_NONE		= 0,	/* not fallen back (SCI_MODE_SCI) */
+	SCI_FALLBACK_NO_FABRIC		= 1,	/* no SCI data path available yet for this destination */
+	SCI_FALLBACK_NOT_MAPPED		= 2,	/* destination address not in the node map */
+	SCI_FALLBACK_PORT_EXCLUDED	= 3,	/* destination port excluded by the port rules */
+	SCI_FALLBACK_PEER_REJECTED	= 4,	/* the peer node's listener refused the connection */
+	SCI_FALLBACK_NO_MEMORY		= 5,	/* the fabric is out of memory (segments, queues) */
+	SCI_FALLBACK_TIMEOUT		= 6,	/* the peer node did not answer in time */
+	SCI_FALLBACK_PEER_TCP		= 7,	/* accepted connection came from a plain TCP peer */
+	__SCI_FALLBACK_MAX,
 };
+#define SCI_FALLBACK_MAX	(__SCI_FALLBACK_MAX - 1)
 
 /* States reported in sci_info.state: the TCP states of linux/tcp.h (TCP_ESTABLISHED = 1, ...). */
 
@@ -55,5 +69,120 @@ struct sci_info {
 	__u32	native_family;	/* AF_INET or AF_INET6: family of the native socket */
 	__u32	state;		/* TCP state of the connection (native socket's sk_state) */
 };
+
+/*
+ * Generic netlink family "af_sci" (configuration and diagnostics), version 1.
+ * Documentation/netlink/af_sci.yaml is the specification; scictl(8) the client.
+ *
+ * Configuration is module-wide and needs CAP_NET_ADMIN (in the initial user namespace):
+ * SCI_CMD_NODE_SET and SCI_CMD_PORT_SET replace the whole node map / port rule list with
+ * the SCI_A_NODE / SCI_A_PORT_RULE nests of the request (none: clear it).  The GET
+ * commands are dumps, one object per message, open to everyone; sockets and statistics
+ * are those of the requester's network namespace.
+ */
+#define SCI_GENL_NAME		"af_sci"
+#define SCI_GENL_VERSION	1
+
+/* At most this many node map entries and port rules. */
+#define SCI_NODES_MAX		1024
+#define SCI_PORT_RULES_MAX	64
+
+enum sci_cmd {
+	SCI_CMD_UNSPEC,
+	SCI_CMD_NODE_GET,	/* dump: one SCI_A_NODE per message */
+	SCI_CMD_NODE_SET,	/* do, admin: replace the node map with the SCI_A_NODE nests */
+	SCI_CMD_PORT_GET,	/* dump: one SCI_A_PORT_RULE per message */
+	SCI_CMD_PORT_SET,	/* do, admin: replace the port rules with the SCI_A_PORT_RULE nests */
+	SCI_CMD_SOCK_GET,	/* dump: one SCI_A_SOCK per message */
+	SCI_CMD_STATS_GET,	/* do: SCI_A_STATS of the requester's network namespace */
+
+	__SCI_CMD_MAX,
+};
+#define SCI_CMD_MAX		(__SCI_CMD_MAX - 1)
+
+/* Top-level attributes: each carries one nested object. */
+enum sci_attr {
+	SCI_A_UNSPEC,
+	SCI_A_NODE,		/* nest: enum sci_node_attr (multi-attr in NODE_SET) */
+	SCI_A_PORT_RULE,	/* nest: enum sci_port_attr (multi-attr in PORT_SET) */
+	SCI_A_SOCK,		/* nest: enum sci_sock_attr (replies only) */
+	SCI_A_STATS,		/* nest: enum sci_stats_attr (replies only) */
+
+	__SCI_A_MAX,
+};
+#define SCI_A_MAX		(__SCI_A_MAX - 1)
+
+/* A node map entry: one IPv4 or IPv6 address of a node and the node's id. */
+enum sci_node_attr {
+	SCI_NODE_A_UNSPEC,
+	SCI_NODE_A_ADDR4,	/* __be32: IPv4 address (exactly one of ADDR4, ADDR6) */
+	SCI_NODE_A_ADDR6,	/* 16 bytes: IPv6 address */
+	SCI_NODE_A_ID,		/* u32: node id */
+
+	__SCI_NODE_A_MAX,
+};
+#define SCI_NODE_A_MAX		(__SCI_NODE_A_MAX - 1)
+
+/* Port rule actions (SCI_PORT_A_ACTION). */
+enum sci_port_action {
+	SCI_PORT_INCLUDE	= 1,	/* once any include rule exists, only included ports use SCI */
+	SCI_PORT_EXCLUDE	= 2,	/* never use SCI for these ports (wins over include) */
+};
+
+/* A port rule: destination ports LOW..HIGH (inclusive, 1..65535). */
+enum sci_port_attr {
+	SCI_PORT_A_UNSPEC,
+	SCI_PORT_A_ACTION,	/* u8: enum sci_port_action */
+	SCI_PORT_A_LOW,		/* u16 */
+	SCI_PORT_A_HIGH,	/* u16, >= LOW */
+
+	__SCI_PORT_A_MAX,
+};
+#define SCI_PORT_A_MAX		(__SCI_PORT_A_MAX - 1)
+
+/* One AF_SCI socket (SCI_CMD_SOCK_GET). Addresses are absent while unset (0). */
+enum sci_sock_attr {
+	SCI_SOCK_A_UNSPEC,
+	SCI_SOCK_A_PAD,
+	SCI_SOCK_A_FAMILY,	/* u16: AF_INET or AF_INET6 (the native socket's family) */
+	SCI_SOCK_A_LOCAL_ADDR4,	/* __be32 */
+	SCI_SOCK_A_LOCAL_ADDR6,	/* 16 bytes */
+	SCI_SOCK_A_LOCAL_PORT,	/* u16 */
+	SCI_SOCK_A_PEER_ADDR4,	/* __be32 */
+	SCI_SOCK_A_PEER_ADDR6,	/* 16 bytes */
+	SCI_SOCK_A_PEER_PORT,	/* u16 */
+	SCI_SOCK_A_MODE,	/* u32: enum sci_mode */
+	SCI_SOCK_A_FALLBACK,	/* u32: enum sci_fallback_reason */
+	SCI_SOCK_A_STATE,	/* u8: TCP state (linux/tcp.h), as sci_info.state */
+	SCI_SOCK_A_QUEUE_FILL,	/* u32: bytes waiting in its SCI receive queue (0 while native) */
+	SCI_SOCK_A_INODE,	/* u64: inode number, as in /proc/PID/fd ("socket:[N]") */
+	SCI_SOCK_A_COOKIE,	/* u64: socket cookie (unique while the socket lives) */
+	SCI_SOCK_A_NODE,	/* u32: peer node id (SCI_MODE_SCI only) */
+
+	__SCI_SOCK_A_MAX,
+};
+#define SCI_SOCK_A_MAX		(__SCI_SOCK_A_MAX - 1)
+
+/* Counters of one network namespace since the module was loaded (SCI_CMD_STATS_GET). */
+enum sci_stats_attr {
+	SCI_STATS_A_UNSPEC,
+	SCI_STATS_A_PAD,
+	SCI_STATS_A_SOCKETS,		/* u64: AF_SCI sockets created (socket() and accept()) */
+	SCI_STATS_A_SCI_CONNECTIONS,	/* u64: connections that went over SCI */
+	SCI_STATS_A_FALLBACK,		/* nest: enum sci_fallback_attr, one per reason */
+
+	__SCI_STATS_A_MAX,
+};
+#define SCI_STATS_A_MAX		(__SCI_STATS_A_MAX - 1)
+
+enum sci_fallback_attr {
+	SCI_FALLBACK_A_UNSPEC,
+	SCI_FALLBACK_A_PAD,
+	SCI_FALLBACK_A_REASON,	/* u32: enum sci_fallback_reason */
+	SCI_FALLBACK_A_COUNT,	/* u64: connections that fell back for this reason */
+
+	__SCI_FALLBACK_A_MAX,
+};
+#define SCI_FALLBACK_A_MAX	(__SCI_FALLBACK_A_MAX - 1)
 
 #endif /* _UAPI_LINUX_AF_SCI_H */
