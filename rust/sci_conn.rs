@@ -25,8 +25,9 @@ use core::ffi::c_int;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
 
-/// log2 of the ring each end receives into (64 KiB).
-pub(crate) const RING_LOG2: u32 = 16;
+/// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
+/// loopback, so a program that writes before it reads behaves as on TCP).
+pub(crate) const RING_LOG2: u32 = 18;
 
 /// Poll bits, as in `include/uapi/linux/eventpoll.h`.
 const EPOLLIN: u32 = 0x1;
@@ -40,7 +41,7 @@ const EPOLLRDHUP: u32 = 0x2000;
 /// Local state bits of a connection (`Inner::flags`).
 const RCV_SHUT: u32 = 1 << 0;
 const SND_SHUT: u32 = 1 << 1;
-const RESET_REPORTED: u32 = 1 << 2;
+const RESET_SEEN: u32 = 1 << 2;
 const EPIPE_ARMED: u32 = 1 << 3;
 
 type Tx = Producer<Arc<SegMem>, Arc<SegMem>>;
@@ -290,9 +291,12 @@ impl Conn {
                 if sent > 0 {
                     return Ok(sent as c_int);
                 }
-                if aborted && *local_flags & RESET_REPORTED == 0 {
-                    *local_flags |= RESET_REPORTED;
-                    return Err(errno(bindings::ECONNRESET));
+                if aborted {
+                    Self::note_reset(own, local_flags);
+                    let err = own.take_error();
+                    if err != 0 {
+                        return Err(errno(err as u32));
+                    }
                 }
                 if !shut && !aborted && *local_flags & EPIPE_ARMED == 0 {
                     // As TCP: the first write after the peer closed still "succeeds"
@@ -341,14 +345,17 @@ impl Conn {
                 }
                 continue;
             }
-            drop(g);
             if nonblock || timeo == 0 {
-                return if sent > 0 {
-                    Ok(sent as c_int)
-                } else {
-                    Err(EAGAIN)
-                };
+                // Full and not waiting: ask to hear when space frees up (epoll).
+                let size = tx.params().geometry.size();
+                let ring = tx.prepare_wait(size / 2).map(|d| d.notify_peer).unwrap_or(false);
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                return if sent > 0 { Ok(sent as c_int) } else { Err(EAGAIN) };
             }
+            drop(g);
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
@@ -391,14 +398,9 @@ impl Conn {
         loop {
             let mut g = self.inner.lock();
             let peer_id = g.peer_id;
-            if g.flags & RCV_SHUT != 0 {
-                return Ok(copied as c_int);
-            }
-            let Inner {
-                rx,
-                flags: local_flags,
-                ..
-            } = &mut *g;
+            // After SHUT_RD, queued data is still delivered, but nothing waits (as TCP).
+            let rcv_shut = g.flags & RCV_SHUT != 0;
+            let Inner { rx, flags: local_flags, .. } = &mut *g;
             let Some(rx) = rx.as_mut() else {
                 return Err(errno(bindings::ENOTCONN));
             };
@@ -415,22 +417,24 @@ impl Conn {
                         break;
                     }
                 }
-                let ring = if peek {
-                    false
-                } else {
-                    rx.consume_and_update(got).map_err(proto_err)?
-                };
+                let mut ring = false;
+                if !peek {
+                    ring = rx.consume_and_update(got).map_err(proto_err)?;
+                    if rx.available() == 0 {
+                        // Drained: announce the space at once (the writer's SIOCOUTQ
+                        // reads 0, as after TCP's prompt ACK) and ask to hear of the
+                        // next byte, so an edge-triggered epoll sees every arrival.
+                        ring |= rx.publish().map_err(proto_err)?;
+                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
+                    }
+                }
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
                 copied += got;
                 if got < n {
-                    return if copied > 0 {
-                        Ok(copied as c_int)
-                    } else {
-                        Err(EFAULT)
-                    };
+                    return if copied > 0 { Ok(copied as c_int) } else { Err(EFAULT) };
                 }
                 if copied == len || peek || !waitall {
                     return Ok(copied as c_int);
@@ -439,26 +443,26 @@ impl Conn {
             }
             let peer = rx.peer();
             if peer.abort {
+                Self::note_reset(own, local_flags);
                 if copied > 0 {
                     return Ok(copied as c_int);
                 }
-                if *local_flags & RESET_REPORTED == 0 {
-                    *local_flags |= RESET_REPORTED;
-                    return Err(errno(bindings::ECONNRESET));
-                }
-                return Ok(0);
+                let err = own.take_error();
+                return if err != 0 { Err(errno(err as u32)) } else { Ok(0) };
             }
-            if peer.done_writing || copied > 0 && !waitall || len == 0 {
+            if peer.done_writing || rcv_shut || copied > 0 && !waitall || len == 0 {
                 return Ok(copied as c_int);
             }
-            drop(g);
             if timeo == 0 {
-                return if copied > 0 {
-                    Ok(copied as c_int)
-                } else {
-                    Err(EAGAIN)
-                };
+                // Empty and not waiting: ask to hear of the next byte (epoll).
+                let ring = rx.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                return if copied > 0 { Ok(copied as c_int) } else { Err(EAGAIN) };
             }
+            drop(g);
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
@@ -477,22 +481,17 @@ impl Conn {
                 Ok(!d.sleep || peer.done_writing || peer.abort)
             });
             if let Err(e) = r {
-                return if copied > 0 {
-                    Ok(copied as c_int)
-                } else {
-                    Err(e)
-                };
+                return if copied > 0 { Ok(copied as c_int) } else { Err(e) };
             }
         }
     }
 
     /// The poll mask of an established (or connecting) connection, posting wait
     /// requests for what is not ready so the peer's next change rings the doorbell.
-    pub(crate) fn poll(&self, fabric: &dyn Fabric) -> u32 {
+    pub(crate) fn poll(&self, fabric: &dyn Fabric, own: &OwnSk) -> u32 {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
-        let local = g.flags;
-        let Inner { tx, rx, .. } = &mut *g;
+        let Inner { tx, rx, flags: local_flags, .. } = &mut *g;
         let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) else {
             return 0;
         };
@@ -507,6 +506,10 @@ impl Conn {
             }
         }
         let peer = rx.peer();
+        if peer.abort {
+            Self::note_reset(own, local_flags);
+        }
+        let local = *local_flags;
         let error = rx.error().is_some() || tx.error().is_some();
         if can_read || peer.done_writing || peer.abort || local & RCV_SHUT != 0 {
             mask |= EPOLLIN | EPOLLRDNORM;
@@ -530,7 +533,7 @@ impl Conn {
         if rcv_done && snd_done {
             mask |= EPOLLHUP;
         }
-        if peer.abort && local & RESET_REPORTED == 0 || error {
+        if own.error() != 0 || error {
             mask |= EPOLLERR;
         }
         drop(g);
@@ -544,6 +547,14 @@ impl Conn {
     pub(crate) fn shutdown(&self, fabric: &dyn Fabric, how: c_int) -> Result {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
+        // As TCP once both FINs passed (TIME_WAIT or closed): nothing left to shut.
+        let peer_done = g.rx.as_mut().is_some_and(|rx| {
+            let p = rx.peer();
+            p.done_writing || p.abort
+        });
+        if g.flags & SND_SHUT != 0 && peer_done {
+            return Err(errno(bindings::ENOTCONN));
+        }
         let how = how as u32;
         if how == bindings::sock_shutdown_cmd_SHUT_RD
             || how == bindings::sock_shutdown_cmd_SHUT_RDWR
@@ -585,6 +596,32 @@ impl Conn {
             rx.set_closed();
             drop(g);
             self.notify_peer(fabric, peer_id);
+        }
+    }
+
+    /// The peer aborted: like TCP's reset, a pending `ECONNRESET` that the next
+    /// send, recv or `SO_ERROR` consumes (once per connection).
+    fn note_reset(own: &OwnSk, flags: &mut u32) {
+        if *flags & RESET_SEEN == 0 {
+            *flags |= RESET_SEEN;
+            own.set_error(bindings::ECONNRESET as c_int);
+        }
+    }
+
+    /// The TCP state this connection end is in, for `TCP_INFO` and `SCI_INFO`.
+    pub(crate) fn tcp_state(&self) -> u32 {
+        let mut g = self.inner.lock();
+        let snd_shut = g.flags & SND_SHUT != 0;
+        let (peer_done, abort) = g.rx.as_mut().map_or((false, false), |rx| {
+            let p = rx.peer();
+            (p.done_writing, p.abort)
+        });
+        match (snd_shut, peer_done, abort) {
+            (_, _, true) => bindings::TCP_CLOSE,
+            (true, true, _) => bindings::TCP_TIME_WAIT,
+            (true, false, _) => bindings::TCP_FIN_WAIT2,
+            (false, true, _) => bindings::TCP_CLOSE_WAIT,
+            _ => bindings::TCP_ESTABLISHED,
         }
     }
 

@@ -132,7 +132,7 @@ pub(crate) fn loopback_addr(port: u16) -> Addr {
 /// now); returns the port.
 fn loopback_port(addr: &SockAddr) -> Option<u16> {
     let b = addr.bytes()?;
-    if b.len() < 8 || u16::from_ne_bytes([b[0], b[1]]) != bindings::AF_INET as u16 {
+    if b.len() < 16 || u16::from_ne_bytes([b[0], b[1]]) != bindings::AF_INET as u16 {
         return None;
     }
     (b[4..8] == [127, 0, 0, 1]).then(|| u16::from_be_bytes([b[2], b[3]]))
@@ -375,6 +375,17 @@ impl SciSock {
     /// `127.0.0.1` tries the SCI path first (when `sci_loopback` is on); any failure
     /// there falls back to the native TCP connect, from the same bound port.
     pub(crate) fn connect(&self, own: &OwnSk, addr: SockAddr, flags: c_int) -> Result {
+        if addr.family() == Some(bindings::AF_UNSPEC as u16) {
+            // As TCP's disconnect: the connection is aborted (the peer sees a reset)
+            // and the socket may connect again.
+            let conn = self.sci.lock().take();
+            if let (Some(conn), Some(plane)) = (conn, global::plane()) {
+                conn.close(plane.fabric(), true);
+                plane.free_conn(&conn);
+                own.set_state(bindings::TCP_CLOSE);
+                return Ok(());
+            }
+        }
         if self.conn().is_some() {
             return if self.inprogress.swap(false, Ordering::AcqRel) {
                 Ok(())
@@ -473,6 +484,9 @@ impl SciSock {
 
     /// `listen(2)`.
     pub(crate) fn listen(&self, own: &OwnSk, backlog: c_int) -> Result {
+        if self.conn().is_some() {
+            return Err(EINVAL);
+        }
         let native = self.commit(own, None)?;
         native.listen(backlog)?;
         own.set_state(bindings::TCP_LISTEN);
@@ -520,7 +534,9 @@ impl SciSock {
                 r => return r.map(Accepted::Native),
             }
             own.wait(&mut timeo, || {
-                Ok(!queue.is_empty() || native.poll_mask(core::ptr::null_mut()) & EPOLLIN != 0)
+                let mask = native.poll_mask(core::ptr::null_mut());
+                let stopped = u32::from(native.state()) != bindings::TCP_LISTEN;
+                Ok(!queue.is_empty() || stopped || mask & (EPOLLIN | EPOLLERR) != 0)
             })?;
         }
     }
@@ -544,7 +560,7 @@ impl SciSock {
     /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.
     pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
-            return conn.poll(plane.fabric());
+            return conn.poll(plane.fabric(), own);
         }
         let native = self.native();
         self.sync_error(own, &native);
@@ -572,6 +588,13 @@ impl SciSock {
             return conn.shutdown(plane.fabric(), how);
         }
         let native = self.native();
+        if how == bindings::sock_shutdown_cmd_SHUT_RD as c_int || how == bindings::sock_shutdown_cmd_SHUT_RDWR as c_int {
+            // A listener that stops listening stops taking SCI connections too.
+            let queue = self.listen_queue.lock().take();
+            if let (Some(queue), Some(plane)) = (queue, global::plane()) {
+                plane.unlisten(&queue);
+            }
+        }
         self.sync_error(own, &native);
         native.shutdown(how)
     }
@@ -690,7 +713,16 @@ impl SciSock {
         len: *mut c_int,
     ) -> Result {
         if level != bindings::SOL_SCI as c_int {
-            return self.native().get_option(level, optname, val, len);
+            self.native().get_option(level, optname, val, len)?;
+            let tcp_info = level == bindings::SOL_TCP as c_int && optname == bindings::TCP_INFO as c_int;
+            let written = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader().read::<c_int>()?;
+            if let (Some(conn), true) = (self.conn(), tcp_info && written >= 1) {
+                // The counters are the idle native socket's; the state is the
+                // connection's (`tcpi_state` is the first byte of `struct tcp_info`).
+                let state = conn.tcp_state() as u8;
+                UserSlice::new(val as usize, 1).writer().write_slice(&[state])?;
+            }
+            return Ok(());
         }
         let native_family;
         let info;
@@ -730,10 +762,9 @@ impl SciSock {
             },
             self.reason(sci).as_u32(),
             native.family() as u32,
-            if sci {
-                bindings::TCP_ESTABLISHED
-            } else {
-                u32::from(native.state())
+            match self.conn() {
+                Some(conn) => conn.tcp_state(),
+                None => u32::from(native.state()),
             },
         ];
         let mut out = [0u8; 16];

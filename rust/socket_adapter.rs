@@ -94,6 +94,12 @@ impl OwnSk {
         unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_err)) }
     }
 
+    /// Sets the pending error (positive errno), as the TCP stack does on a reset.
+    pub(crate) fn set_error(&self, err: c_int) {
+        // SAFETY: live sk; an int store, as `tcp_reset` does.
+        unsafe { ptr::write_volatile(ptr::addr_of_mut!((*self.as_ptr()).sk_err), err) }
+    }
+
     /// Consumes the pending error (as `SO_ERROR` does), as a positive errno or 0.
     pub(crate) fn take_error(&self) -> c_int {
         // SAFETY: live sk; `sock_error` exchanges `sk_err` with 0.
