@@ -348,12 +348,19 @@ impl Conn {
             if nonblock || timeo == 0 {
                 // Full and not waiting: ask to hear when space frees up (epoll).
                 let size = tx.params().geometry.size();
-                let ring = tx.prepare_wait(size / 2).map(|d| d.notify_peer).unwrap_or(false);
+                let ring = tx
+                    .prepare_wait(size / 2)
+                    .map(|d| d.notify_peer)
+                    .unwrap_or(false);
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
-                return if sent > 0 { Ok(sent as c_int) } else { Err(EAGAIN) };
+                return if sent > 0 {
+                    Ok(sent as c_int)
+                } else {
+                    Err(EAGAIN)
+                };
             }
             drop(g);
             let r = own.wait(&mut timeo, || {
@@ -400,7 +407,11 @@ impl Conn {
             let peer_id = g.peer_id;
             // After SHUT_RD, queued data is still delivered, but nothing waits (as TCP).
             let rcv_shut = g.flags & RCV_SHUT != 0;
-            let Inner { rx, flags: local_flags, .. } = &mut *g;
+            let Inner {
+                rx,
+                flags: local_flags,
+                ..
+            } = &mut *g;
             let Some(rx) = rx.as_mut() else {
                 return Err(errno(bindings::ENOTCONN));
             };
@@ -434,7 +445,11 @@ impl Conn {
                 }
                 copied += got;
                 if got < n {
-                    return if copied > 0 { Ok(copied as c_int) } else { Err(EFAULT) };
+                    return if copied > 0 {
+                        Ok(copied as c_int)
+                    } else {
+                        Err(EFAULT)
+                    };
                 }
                 if copied == len || peek || !waitall {
                     return Ok(copied as c_int);
@@ -448,7 +463,11 @@ impl Conn {
                     return Ok(copied as c_int);
                 }
                 let err = own.take_error();
-                return if err != 0 { Err(errno(err as u32)) } else { Ok(0) };
+                return if err != 0 {
+                    Err(errno(err as u32))
+                } else {
+                    Ok(0)
+                };
             }
             if peer.done_writing || rcv_shut || copied > 0 && !waitall || len == 0 {
                 return Ok(copied as c_int);
@@ -460,7 +479,11 @@ impl Conn {
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
-                return if copied > 0 { Ok(copied as c_int) } else { Err(EAGAIN) };
+                return if copied > 0 {
+                    Ok(copied as c_int)
+                } else {
+                    Err(EAGAIN)
+                };
             }
             drop(g);
             let r = own.wait(&mut timeo, || {
@@ -481,7 +504,11 @@ impl Conn {
                 Ok(!d.sleep || peer.done_writing || peer.abort)
             });
             if let Err(e) = r {
-                return if copied > 0 { Ok(copied as c_int) } else { Err(e) };
+                return if copied > 0 {
+                    Ok(copied as c_int)
+                } else {
+                    Err(e)
+                };
             }
         }
     }
@@ -491,7 +518,12 @@ impl Conn {
     pub(crate) fn poll(&self, fabric: &dyn Fabric, own: &OwnSk) -> u32 {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
-        let Inner { tx, rx, flags: local_flags, .. } = &mut *g;
+        let Inner {
+            tx,
+            rx,
+            flags: local_flags,
+            ..
+        } = &mut *g;
         let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) else {
             return 0;
         };

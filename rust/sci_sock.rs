@@ -588,7 +588,9 @@ impl SciSock {
             return conn.shutdown(plane.fabric(), how);
         }
         let native = self.native();
-        if how == bindings::sock_shutdown_cmd_SHUT_RD as c_int || how == bindings::sock_shutdown_cmd_SHUT_RDWR as c_int {
+        if how == bindings::sock_shutdown_cmd_SHUT_RD as c_int
+            || how == bindings::sock_shutdown_cmd_SHUT_RDWR as c_int
+        {
             // A listener that stops listening stops taking SCI connections too.
             let queue = self.listen_queue.lock().take();
             if let (Some(queue), Some(plane)) = (queue, global::plane()) {
@@ -714,13 +716,18 @@ impl SciSock {
     ) -> Result {
         if level != bindings::SOL_SCI as c_int {
             self.native().get_option(level, optname, val, len)?;
-            let tcp_info = level == bindings::SOL_TCP as c_int && optname == bindings::TCP_INFO as c_int;
-            let written = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader().read::<c_int>()?;
+            let tcp_info =
+                level == bindings::SOL_TCP as c_int && optname == bindings::TCP_INFO as c_int;
+            let written = UserSlice::new(len as usize, core::mem::size_of::<c_int>())
+                .reader()
+                .read::<c_int>()?;
             if let (Some(conn), true) = (self.conn(), tcp_info && written >= 1) {
                 // The counters are the idle native socket's; the state is the
                 // connection's (`tcpi_state` is the first byte of `struct tcp_info`).
                 let state = conn.tcp_state() as u8;
-                UserSlice::new(val as usize, 1).writer().write_slice(&[state])?;
+                UserSlice::new(val as usize, 1)
+                    .writer()
+                    .write_slice(&[state])?;
             }
             return Ok(());
         }
