@@ -35,7 +35,7 @@ Options:
   --tests LIST      comma-separated tests (see above)
   --full            more sizes and stream counts (default: the quick profile)
   --repeat R        repetitions of each measurement (default 5)
-  --time S          seconds per repetition (default 0.25 quick, 0.5 full)
+  --time S          seconds per repetition (default 0.5 quick, 1 full)
   --streams LIST    stream counts of 'multi' (default 4; full 2,4,8)
   --pin WHERE       where single-connection tests run client and server: 'one' (default:
                     both threads on the last CPU this process may use), a CPU number, or
@@ -266,7 +266,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             _ => return Err(format!("unknown argument '{a}'")),
         }
     }
-    o.time = time.unwrap_or(Duration::from_millis(if o.full { 500 } else { 250 }));
+    o.time = time.unwrap_or(Duration::from_millis(if o.full { 1000 } else { 500 }));
     if o.streams.is_empty() {
         o.streams = if o.full { vec![2, 4, 8] } else { vec![4] };
     }
@@ -326,7 +326,7 @@ mod tests {
         let o = run("");
         assert_eq!(o.families, ALL_FAMILIES);
         assert_eq!(o.repeat, 5);
-        assert_eq!(o.time, Duration::from_millis(250));
+        assert_eq!(o.time, Duration::from_millis(500));
         assert_eq!(o.streams, [4]);
         assert_eq!(o.pin, Pin::One);
         assert!(!o.full && !o.strict && !o.smc_setup);
@@ -340,7 +340,7 @@ mod tests {
     #[test]
     fn full_profile() {
         let o = run("--full");
-        assert_eq!(o.time, Duration::from_millis(500));
+        assert_eq!(o.time, Duration::from_secs(1));
         assert_eq!(o.streams, [2, 4, 8]);
         assert_eq!(o.measurements().len(), 8 + 5 + 1 + 1 + 3);
         // An explicit --time wins.

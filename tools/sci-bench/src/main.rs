@@ -183,10 +183,13 @@ fn run(o: &RunOpts) -> io::Result<bool> {
         let metrics = test.metrics();
         let mut reps: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); fams.len()]; metrics.len()];
         let mut errors: Vec<Option<String>> = vec![None; fams.len()];
-        // Repetitions outermost, families innermost: a drift of the machine's speed
-        // affects every family alike.
-        for _ in 0..o.repeat {
-            for (fi, f) in fams.iter_mut().enumerate() {
+        // Repetitions outermost, families innermost, and each repetition starts with the
+        // next family: a drift of the machine's speed, or a cost of going first, affects
+        // every family alike.
+        let nf = fams.len();
+        for rep in 0..o.repeat {
+            for fi in (0..nf).map(|k| (k + rep) % nf) {
+                let f = &mut fams[fi];
                 if f.runner.is_none() {
                     continue;
                 }
