@@ -530,12 +530,13 @@ impl Conn {
         let mut ring = false;
         let mut mask = 0;
         let readable = |rx: &mut Rx| rx.refresh().map(|avail| avail > 0);
+        // A poller always leaves a fresh wait request behind, readable or not: the next
+        // arrival then rings once, as every TCP segment wakes the socket, so an
+        // edge-triggered epoll sees each arrival.
         let mut can_read = readable(rx).unwrap_or(true);
-        if !can_read {
-            if let Ok(d) = rx.prepare_wait() {
-                ring |= d.notify_peer;
-                can_read = !d.sleep;
-            }
+        if let Ok(d) = rx.prepare_wait() {
+            ring |= d.notify_peer;
+            can_read |= !d.sleep;
         }
         let peer = rx.peer();
         if peer.abort {
