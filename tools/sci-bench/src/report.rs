@@ -83,19 +83,16 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
                 [m] => format!("{name}({m})"),
                 _ => format!("{name}(mixed)"),
             };
-            if obs.sci_modes.contains_key(&0) {
+            if let Some(native) = obs.sci_modes.get(&0) {
                 let reasons: Vec<String> = obs
                     .sci_reasons
-                    .keys()
-                    .map(|&r| match r {
-                        0 => "none".to_string(),
-                        1 => "no-fabric".to_string(),
-                        r => r.to_string(),
-                    })
+                    .iter()
+                    .filter(|(&r, _)| r != 0)
+                    .map(|(&r, n)| format!("{} x{n}", sci_reason_name(r)))
                     .collect();
                 notes.push(format!(
-                    "{name}: {} AF_SCI sockets, mode native (fallback reason {}): bytes go \
-                     over each socket's native TCP socket",
+                    "{name}: {native} of {} AF_SCI sockets in mode native (fallback reasons: \
+                     {}): their bytes go over each socket's native TCP socket",
                     obs.sockets,
                     reasons.join(", ")
                 ));
@@ -103,6 +100,23 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
             (label, true, notes)
         }
     }
+}
+
+/// The names tools print for `enum sci_fallback_reason` (uapi/linux/af_sci.h).
+pub fn sci_reason_name(r: u32) -> String {
+    const NAMES: [&str; 8] = [
+        "none",
+        "no-fabric",
+        "not-mapped",
+        "port-excluded",
+        "peer-rejected",
+        "no-memory",
+        "timeout",
+        "peer-tcp",
+    ];
+    NAMES
+        .get(r as usize)
+        .map_or_else(|| format!("reason-{r}"), |n| n.to_string())
 }
 
 /// Formats a measured value with 3 to 4 significant digits.
@@ -278,7 +292,11 @@ mod tests {
         let (l, ok, notes) = label(Family::Sci, &o, Some(27));
         assert_eq!(l, "sci(native)");
         assert!(ok);
-        assert!(notes[0].contains("no-fabric"));
+        assert_eq!(
+            notes[0],
+            "sci: 4 of 4 AF_SCI sockets in mode native (fallback reasons: no-fabric x4): \
+             their bytes go over each socket's native TCP socket"
+        );
         o.sci_modes = BTreeMap::from([(1, 4)]);
         assert_eq!(
             label(Family::SciPreload, &o, Some(27)).0,
@@ -320,6 +338,13 @@ mod tests {
         o.smc_missing = 1;
         assert!(!label(Family::Smc, &o, None).1);
         assert_eq!(label(Family::Smc, &obs(&[(2, 1)]), None).0, "smc(not-smc)");
+    }
+
+    #[test]
+    fn sci_reasons() {
+        assert_eq!(sci_reason_name(1), "no-fabric");
+        assert_eq!(sci_reason_name(7), "peer-tcp");
+        assert_eq!(sci_reason_name(99), "reason-99");
     }
 
     #[test]
