@@ -129,6 +129,16 @@ pub(crate) struct Conn {
     pub(crate) peer: Addr,
 }
 
+/// What a send or receive that stopped early reports: the bytes it moved, if any, else
+/// the error (as TCP does).
+fn partial(done: usize, err: Error) -> Result<c_int> {
+    if done > 0 {
+        Ok(done as c_int)
+    } else {
+        Err(err)
+    }
+}
+
 fn proto_err<E>(_: E) -> Error {
     errno(bindings::EPROTO)
 }
@@ -334,11 +344,7 @@ impl Conn {
                 sent += copied;
                 if copied < n {
                     // A fault in the user's buffer: report what was sent, or EFAULT.
-                    return if sent > 0 {
-                        Ok(sent as c_int)
-                    } else {
-                        Err(EFAULT)
-                    };
+                    return partial(sent, EFAULT);
                 }
                 if sent == len {
                     return Ok(sent as c_int);
@@ -356,11 +362,7 @@ impl Conn {
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
-                return if sent > 0 {
-                    Ok(sent as c_int)
-                } else {
-                    Err(EAGAIN)
-                };
+                return partial(sent, EAGAIN);
             }
             drop(g);
             let r = own.wait(&mut timeo, || {
@@ -378,7 +380,7 @@ impl Conn {
                 Ok(!d.sleep || aborted)
             });
             if let Err(e) = r {
-                return if sent > 0 { Ok(sent as c_int) } else { Err(e) };
+                return partial(sent, e);
             }
         }
     }
@@ -445,11 +447,7 @@ impl Conn {
                 }
                 copied += got;
                 if got < n {
-                    return if copied > 0 {
-                        Ok(copied as c_int)
-                    } else {
-                        Err(EFAULT)
-                    };
+                    return partial(copied, EFAULT);
                 }
                 if copied == len || peek || !waitall {
                     return Ok(copied as c_int);
@@ -479,11 +477,7 @@ impl Conn {
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
-                return if copied > 0 {
-                    Ok(copied as c_int)
-                } else {
-                    Err(EAGAIN)
-                };
+                return partial(copied, EAGAIN);
             }
             drop(g);
             let r = own.wait(&mut timeo, || {
@@ -504,11 +498,7 @@ impl Conn {
                 Ok(!d.sleep || peer.done_writing || peer.abort)
             });
             if let Err(e) = r {
-                return if copied > 0 {
-                    Ok(copied as c_int)
-                } else {
-                    Err(e)
-                };
+                return partial(copied, e);
             }
         }
     }
