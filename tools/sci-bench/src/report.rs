@@ -83,6 +83,13 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
                 [m] => format!("{name}({m})"),
                 _ => format!("{name}(mixed)"),
             };
+            if let Some(sci) = obs.sci_modes.get(&1) {
+                notes.push(format!(
+                    "{name}: {sci} of {} AF_SCI sockets in mode sci: their bytes go over the \
+                     SCI data path",
+                    obs.sockets
+                ));
+            }
             if let Some(native) = obs.sci_modes.get(&0) {
                 let reasons: Vec<String> = obs
                     .sci_reasons
@@ -298,10 +305,12 @@ mod tests {
              their bytes go over each socket's native TCP socket"
         );
         o.sci_modes = BTreeMap::from([(1, 4)]);
-        assert_eq!(
-            label(Family::SciPreload, &o, Some(27)).0,
-            "sci-preload(sci)"
-        );
+        o.sci_reasons = BTreeMap::from([(0, 4)]);
+        let (l, ok, notes) = label(Family::SciPreload, &o, Some(27));
+        assert_eq!(l, "sci-preload(sci)");
+        assert!(ok);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("4 of 4 AF_SCI sockets in mode sci"));
         o.sci_modes = BTreeMap::from([(0, 2), (1, 2)]);
         assert_eq!(label(Family::Sci, &o, Some(27)).0, "sci(mixed)");
         // A preload that did not rewrite: the sockets are TCP.
