@@ -826,7 +826,8 @@ impl SciSock {
     pub(crate) fn diag(&self, own: &OwnSk) -> SockInfo {
         let native = self.native();
         let addrs = native.addrs();
-        let set = |(ip, port): (Ip, u16)| (port != 0 || !ip.is_unspecified()).then_some((ip, port));
+        // Unbound / unconnected while the port is 0 (a failed connect keeps the address).
+        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
         let mut info = SockInfo {
             family: addrs.family,
             local: set(addrs.local),

@@ -1,0 +1,560 @@
+//! What the kernel reports, decoded from the netlink attributes, and how scictl prints it
+//! (aligned text, or JSON with `--json`).
+
+use crate::attrs::{FallbackAttr, NodeAttr, PortAttr, SciAttr, SockAttr, StatsAttr};
+use crate::config::{range_text, NodeEntry};
+use sci_config::rules::{FallbackReason, PortAction, PortRule};
+use serde_json::{json, Value};
+use std::net::{IpAddr, SocketAddr};
+
+/// Decodes a node map dump.
+pub fn nodes(replies: &[Vec<SciAttr>]) -> Vec<NodeEntry> {
+    let mut out = Vec::new();
+    for attrs in replies.iter().flatten() {
+        if let SciAttr::Node(node) = attrs {
+            let addr = node.iter().find_map(|a| match a {
+                NodeAttr::Addr(addr) => Some(*addr),
+                _ => None,
+            });
+            let id = node.iter().find_map(|a| match a {
+                NodeAttr::Id(id) => Some(*id),
+                _ => None,
+            });
+            if let (Some(addr), Some(node)) = (addr, id) {
+                out.push(NodeEntry { addr, node });
+            }
+        }
+    }
+    out
+}
+
+/// Decodes a port rule dump.
+pub fn ports(replies: &[Vec<SciAttr>]) -> Vec<PortRule> {
+    let mut out = Vec::new();
+    for attrs in replies.iter().flatten() {
+        if let SciAttr::PortRule(rule) = attrs {
+            let (mut action, mut low, mut high) = (None, None, None);
+            for a in rule {
+                match a {
+                    PortAttr::Action(v) => action = PortAction::from_u8(*v),
+                    PortAttr::Low(v) => low = Some(*v),
+                    PortAttr::High(v) => high = Some(*v),
+                    PortAttr::Other(_) => {}
+                }
+            }
+            if let (Some(action), Some(low)) = (action, low) {
+                if let Ok(rule) = PortRule::new(action, low, high.unwrap_or(low)) {
+                    out.push(rule);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `sci_mode` values.
+const MODE_SCI: u32 = 1;
+
+/// One `AF_SCI` socket.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Sock {
+    pub family: u16,
+    pub local: Option<SocketAddr>,
+    pub peer: Option<SocketAddr>,
+    pub mode: u32,
+    pub fallback: u32,
+    pub state: u8,
+    pub queue_fill: u32,
+    pub inode: u64,
+    pub cookie: u64,
+    pub node: Option<u32>,
+}
+
+/// Decodes a socket dump.
+pub fn sockets(replies: &[Vec<SciAttr>]) -> Vec<Sock> {
+    let mut out = Vec::new();
+    for attrs in replies.iter().flatten() {
+        if let SciAttr::Sock(attrs) = attrs {
+            let mut s = Sock::default();
+            let (mut laddr, mut lport, mut paddr, mut pport) = (None, 0, None, 0);
+            for a in attrs {
+                match a {
+                    SockAttr::Family(v) => s.family = *v,
+                    SockAttr::LocalAddr(v) => laddr = Some(*v),
+                    SockAttr::LocalPort(v) => lport = *v,
+                    SockAttr::PeerAddr(v) => paddr = Some(*v),
+                    SockAttr::PeerPort(v) => pport = *v,
+                    SockAttr::Mode(v) => s.mode = *v,
+                    SockAttr::Fallback(v) => s.fallback = *v,
+                    SockAttr::State(v) => s.state = *v,
+                    SockAttr::QueueFill(v) => s.queue_fill = *v,
+                    SockAttr::Inode(v) => s.inode = *v,
+                    SockAttr::Cookie(v) => s.cookie = *v,
+                    SockAttr::Node(v) => s.node = Some(*v),
+                    SockAttr::Other(_) => {}
+                }
+            }
+            s.local = laddr.map(|a| SocketAddr::new(a, lport));
+            s.peer = paddr.map(|a| SocketAddr::new(a, pport));
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// The counters of the caller's network namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub sockets: u64,
+    pub sci_connections: u64,
+    /// (reason, count), in the kernel's order.
+    pub fallbacks: Vec<(u32, u64)>,
+}
+
+/// Decodes a `SCI_CMD_STATS_GET` reply.
+pub fn stats(attrs: &[SciAttr]) -> Stats {
+    let mut out = Stats::default();
+    for attr in attrs {
+        let SciAttr::Stats(attrs) = attr else {
+            continue;
+        };
+        for a in attrs {
+            match a {
+                StatsAttr::Sockets(v) => out.sockets = *v,
+                StatsAttr::SciConnections(v) => out.sci_connections = *v,
+                StatsAttr::Fallback(f) => {
+                    let reason = f.iter().find_map(|a| match a {
+                        FallbackAttr::Reason(r) => Some(*r),
+                        _ => None,
+                    });
+                    let count = f.iter().find_map(|a| match a {
+                        FallbackAttr::Count(c) => Some(*c),
+                        _ => None,
+                    });
+                    if let (Some(r), Some(c)) = (reason, count) {
+                        out.fallbacks.push((r, c));
+                    }
+                }
+                StatsAttr::Other(_) => {}
+            }
+        }
+    }
+    out
+}
+
+/// A fallback reason's name (its number if unknown to this scictl).
+pub fn reason_name(reason: u32) -> String {
+    FallbackReason::from_u32(reason).map_or_else(|| reason.to_string(), |r| r.name().to_owned())
+}
+
+/// A TCP state's name, as `ss` prints it (`linux/tcp.h` numbers).
+pub fn state_name(state: u8) -> &'static str {
+    match state {
+        1 => "ESTAB",
+        2 => "SYN-SENT",
+        3 => "SYN-RECV",
+        4 => "FIN-WAIT-1",
+        5 => "FIN-WAIT-2",
+        6 => "TIME-WAIT",
+        7 => "UNCONN",
+        8 => "CLOSE-WAIT",
+        9 => "LAST-ACK",
+        10 => "LISTEN",
+        11 => "CLOSING",
+        12 => "NEW-SYN-RECV",
+        _ => "UNKNOWN",
+    }
+}
+
+fn mode_name(mode: u32) -> &'static str {
+    if mode == MODE_SCI {
+        "sci"
+    } else {
+        "native"
+    }
+}
+
+fn family_name(family: u16) -> &'static str {
+    match family {
+        2 => "inet",
+        10 => "inet6",
+        _ => "unknown",
+    }
+}
+
+/// `ADDR:PORT` (`[ADDR]:PORT` for IPv6), `*:*` when unset.
+fn endpoint(addr: Option<SocketAddr>) -> String {
+    addr.map_or_else(|| "*:*".to_owned(), |a| a.to_string())
+}
+
+/// Left-aligned columns separated by two spaces (the last one not padded).
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.len());
+        }
+    }
+    let mut out = String::new();
+    let header: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let last = row.len().saturating_sub(1);
+        let mut line = String::new();
+        for (i, (cell, w)) in row.iter().zip(&widths).enumerate() {
+            if i == last {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  "));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `scictl nodes`.
+pub fn nodes_text(nodes: &[NodeEntry]) -> String {
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .map(|n| vec![n.addr.to_string(), n.node.to_string()])
+        .collect();
+    table(&["ADDRESS", "NODE"], &rows)
+}
+
+/// `scictl nodes --json`.
+pub fn nodes_json(nodes: &[NodeEntry]) -> Value {
+    Value::Array(
+        nodes
+            .iter()
+            .map(|n| json!({ "address": n.addr.to_string(), "node": n.node }))
+            .collect(),
+    )
+}
+
+/// `scictl ports`.
+pub fn ports_text(rules: &[PortRule]) -> String {
+    let rows: Vec<Vec<String>> = rules
+        .iter()
+        .map(|r| vec![r.action().name().to_owned(), range_text(r)])
+        .collect();
+    table(&["ACTION", "PORTS"], &rows)
+}
+
+/// `scictl ports --json`.
+pub fn ports_json(rules: &[PortRule]) -> Value {
+    Value::Array(
+        rules
+            .iter()
+            .map(|r| json!({ "action": r.action().name(), "low": r.low(), "high": r.high() }))
+            .collect(),
+    )
+}
+
+/// `scictl sockets`.
+pub fn sockets_text(socks: &[Sock]) -> String {
+    let rows: Vec<Vec<String>> = socks
+        .iter()
+        .map(|s| {
+            vec![
+                endpoint(s.local),
+                endpoint(s.peer),
+                mode_name(s.mode).to_owned(),
+                reason_name(s.fallback),
+                state_name(s.state).to_owned(),
+                s.queue_fill.to_string(),
+                s.node.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+                s.inode.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "LOCAL", "PEER", "MODE", "FALLBACK", "STATE", "QUEUE", "NODE", "INODE",
+        ],
+        &rows,
+    )
+}
+
+fn endpoint_json(addr: Option<SocketAddr>) -> Value {
+    addr.map_or(
+        Value::Null,
+        |a| json!({ "address": a.ip().to_string(), "port": a.port() }),
+    )
+}
+
+/// `scictl sockets --json`.
+pub fn sockets_json(socks: &[Sock]) -> Value {
+    Value::Array(
+        socks
+            .iter()
+            .map(|s| {
+                json!({
+                    "family": family_name(s.family),
+                    "local": endpoint_json(s.local),
+                    "peer": endpoint_json(s.peer),
+                    "mode": mode_name(s.mode),
+                    "fallback": reason_name(s.fallback),
+                    "state": state_name(s.state),
+                    "queue_fill": s.queue_fill,
+                    "node": s.node,
+                    "inode": s.inode,
+                    "cookie": s.cookie,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `scictl stats`.
+pub fn stats_text(stats: &Stats) -> String {
+    let mut out = format!(
+        "sockets created:  {}\nsci connections:  {}\nfallbacks:\n",
+        stats.sockets, stats.sci_connections
+    );
+    let width = stats
+        .fallbacks
+        .iter()
+        .map(|(r, _)| reason_name(*r).len())
+        .max()
+        .unwrap_or(0);
+    for (reason, count) in &stats.fallbacks {
+        out.push_str(&format!("  {:<width$}  {count}\n", reason_name(*reason)));
+    }
+    out
+}
+
+/// `scictl stats --json`.
+pub fn stats_json(stats: &Stats) -> Value {
+    let fallbacks: serde_json::Map<String, Value> = stats
+        .fallbacks
+        .iter()
+        .map(|(r, c)| (reason_name(*r), json!(c)))
+        .collect();
+    json!({
+        "sockets": stats.sockets,
+        "sci_connections": stats.sci_connections,
+        "fallbacks": fallbacks,
+    })
+}
+
+/// The address a node map entry is sent with.
+pub fn node_attrs(entry: &NodeEntry) -> Vec<NodeAttr> {
+    let addr = match entry.addr {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(IpAddr::V6(a), IpAddr::V4),
+        v4 => v4,
+    };
+    vec![NodeAttr::Addr(addr), NodeAttr::Id(entry.node)]
+}
+
+/// The attributes a port rule is sent with.
+pub fn port_attrs(rule: &PortRule) -> Vec<PortAttr> {
+    vec![
+        PortAttr::Action(rule.action().as_u8()),
+        PortAttr::Low(rule.low()),
+        PortAttr::High(rule.high()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::{self, parse_nlas};
+    use netlink_packet_core::Emitable;
+
+    /// Emits attributes as the kernel would and parses them back.
+    fn round_trip(attrs: Vec<SciAttr>) -> Vec<SciAttr> {
+        let mut buf = vec![0u8; attrs.as_slice().buffer_len()];
+        attrs.as_slice().emit(&mut buf);
+        parse_nlas(&buf).unwrap()
+    }
+
+    fn sample_socks() -> Vec<Sock> {
+        vec![
+            Sock {
+                family: 2,
+                local: Some("127.0.0.1:40000".parse().unwrap()),
+                peer: Some("127.0.0.1:22".parse().unwrap()),
+                mode: 0,
+                fallback: 3,
+                state: 1,
+                queue_fill: 0,
+                inode: 1234,
+                cookie: 99,
+                node: None,
+            },
+            Sock {
+                family: 10,
+                local: Some("[::1]:8080".parse().unwrap()),
+                peer: None,
+                mode: 0,
+                fallback: 1,
+                state: 10,
+                queue_fill: 0,
+                inode: 5,
+                cookie: 7,
+                node: None,
+            },
+            Sock {
+                family: 2,
+                local: Some("127.0.0.1:5000".parse().unwrap()),
+                peer: Some("127.0.0.1:5001".parse().unwrap()),
+                mode: 1,
+                fallback: 0,
+                state: 1,
+                queue_fill: 4096,
+                inode: 6,
+                cookie: 8,
+                node: Some(0),
+            },
+        ]
+    }
+
+    #[test]
+    fn socket_dump_decodes() {
+        let replies = vec![round_trip(vec![SciAttr::Sock(vec![
+            SockAttr::Family(2),
+            SockAttr::LocalAddr("127.0.0.1".parse().unwrap()),
+            SockAttr::LocalPort(40000),
+            SockAttr::PeerAddr("127.0.0.1".parse().unwrap()),
+            SockAttr::PeerPort(22),
+            SockAttr::Mode(0),
+            SockAttr::Fallback(3),
+            SockAttr::State(1),
+            SockAttr::QueueFill(0),
+            SockAttr::Inode(1234),
+            SockAttr::Cookie(99),
+        ])])];
+        assert_eq!(sockets(&replies), sample_socks()[..1]);
+    }
+
+    #[test]
+    fn sockets_as_text() {
+        let text = sockets_text(&sample_socks());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "LOCAL            PEER            MODE    FALLBACK       STATE   QUEUE  NODE  INODE"
+        );
+        assert_eq!(
+            lines[1],
+            "127.0.0.1:40000  127.0.0.1:22    native  port-excluded  ESTAB   0      -     1234"
+        );
+        assert_eq!(
+            lines[2],
+            "[::1]:8080       *:*             native  no-fabric      LISTEN  0      -     5"
+        );
+        assert_eq!(
+            lines[3],
+            "127.0.0.1:5000   127.0.0.1:5001  sci     none           ESTAB   4096   0     6"
+        );
+    }
+
+    #[test]
+    fn sockets_as_json() {
+        let v = sockets_json(&sample_socks());
+        assert_eq!(v[0]["fallback"], "port-excluded");
+        assert_eq!(v[0]["local"]["address"], "127.0.0.1");
+        assert_eq!(v[0]["local"]["port"], 40000);
+        assert_eq!(v[0]["state"], "ESTAB");
+        assert_eq!(v[0]["node"], Value::Null);
+        assert_eq!(v[1]["family"], "inet6");
+        assert_eq!(v[1]["peer"], Value::Null);
+        assert_eq!(v[2]["mode"], "sci");
+        assert_eq!(v[2]["node"], 0);
+        assert_eq!(v[2]["queue_fill"], 4096);
+    }
+
+    #[test]
+    fn nodes_and_ports_round_trip_through_attributes() {
+        let entries = crate::config::parse_nodes("n", "10.0.0.1 1\nfd00::2 2\n").unwrap();
+        let attrs: Vec<SciAttr> = entries
+            .iter()
+            .map(|e| SciAttr::Node(node_attrs(e)))
+            .collect();
+        assert_eq!(nodes(&[round_trip(attrs)]), entries);
+
+        let rules = crate::config::parse_ports("p", "include 5000-5999\nexclude 22\n").unwrap();
+        let attrs: Vec<SciAttr> = rules
+            .iter()
+            .map(|r| SciAttr::PortRule(port_attrs(r)))
+            .collect();
+        assert_eq!(ports(&[round_trip(attrs)]), rules);
+    }
+
+    #[test]
+    fn nested_attributes_carry_the_nested_flag() {
+        let attr = SciAttr::Node(vec![NodeAttr::Id(1)]);
+        let mut buf = vec![0u8; attr.buffer_len()];
+        attr.emit(&mut buf);
+        let kind = u16::from_ne_bytes([buf[2], buf[3]]);
+        assert_eq!(kind, attrs::a::NODE | netlink_packet_core::NLA_F_NESTED);
+    }
+
+    #[test]
+    fn nodes_and_ports_as_text_and_json() {
+        let entries = crate::config::parse_nodes("n", "10.0.0.1 1\nfd00::2 22\n").unwrap();
+        assert_eq!(
+            nodes_text(&entries),
+            "ADDRESS   NODE\n10.0.0.1  1\nfd00::2   22\n"
+        );
+        assert_eq!(nodes_text(&[]), "ADDRESS  NODE\n");
+        assert_eq!(
+            nodes_json(&entries),
+            json!([{"address": "10.0.0.1", "node": 1}, {"address": "fd00::2", "node": 22}])
+        );
+        let rules = crate::config::parse_ports("p", "include 5000-5999\nexclude 22\n").unwrap();
+        assert_eq!(
+            ports_text(&rules),
+            "ACTION   PORTS\ninclude  5000-5999\nexclude  22\n"
+        );
+        assert_eq!(
+            ports_json(&rules),
+            json!([
+                {"action": "include", "low": 5000, "high": 5999},
+                {"action": "exclude", "low": 22, "high": 22}
+            ])
+        );
+    }
+
+    #[test]
+    fn stats_decode_and_print() {
+        let reply = round_trip(vec![SciAttr::Stats(vec![
+            StatsAttr::Sockets(12),
+            StatsAttr::SciConnections(2),
+            StatsAttr::Fallback(vec![FallbackAttr::Reason(1), FallbackAttr::Count(3)]),
+            StatsAttr::Fallback(vec![FallbackAttr::Reason(3), FallbackAttr::Count(1)]),
+            StatsAttr::Fallback(vec![FallbackAttr::Reason(42), FallbackAttr::Count(5)]),
+        ])]);
+        let s = stats(&reply);
+        assert_eq!(
+            s,
+            Stats {
+                sockets: 12,
+                sci_connections: 2,
+                fallbacks: vec![(1, 3), (3, 1), (42, 5)],
+            }
+        );
+        assert_eq!(
+            stats_text(&s),
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\n"
+        );
+        assert_eq!(
+            stats_json(&s),
+            json!({"sockets": 12, "sci_connections": 2,
+                   "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5}})
+        );
+    }
+
+    #[test]
+    fn mapped_ipv6_nodes_are_sent_as_ipv4() {
+        let e = NodeEntry {
+            addr: "::ffff:10.0.0.1".parse().unwrap(),
+            node: 4,
+        };
+        assert_eq!(
+            node_attrs(&e)[0],
+            NodeAttr::Addr("10.0.0.1".parse().unwrap())
+        );
+    }
+}
