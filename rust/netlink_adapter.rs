@@ -90,34 +90,30 @@ pub(crate) struct Writer<'a> {
     _skb: PhantomData<&'a mut bindings::sk_buff>,
 }
 
-/// `EMSGSIZE` as the error the `nla_put` helpers return when the message is full.
-fn put_result(ret: c_int) -> Result {
-    to_result(ret)
-}
-
+// The `nla_put` helpers fail only with `EMSGSIZE`: the message is full.
 impl Writer<'_> {
     /// A `u8` attribute.
     pub(crate) fn put_u8(&mut self, kind: u16, value: u8) -> Result {
         // SAFETY: `skb` is the message being built, ours for the writer's lifetime.
-        put_result(unsafe { bindings::sci_nla_put_u8(self.skb.as_ptr(), kind.into(), value) })
+        to_result(unsafe { bindings::sci_nla_put_u8(self.skb.as_ptr(), kind.into(), value) })
     }
 
     /// A `u16` attribute.
     pub(crate) fn put_u16(&mut self, kind: u16, value: u16) -> Result {
         // SAFETY: as in `put_u8`.
-        put_result(unsafe { bindings::sci_nla_put_u16(self.skb.as_ptr(), kind.into(), value) })
+        to_result(unsafe { bindings::sci_nla_put_u16(self.skb.as_ptr(), kind.into(), value) })
     }
 
     /// A `u32` attribute.
     pub(crate) fn put_u32(&mut self, kind: u16, value: u32) -> Result {
         // SAFETY: as in `put_u8`.
-        put_result(unsafe { bindings::sci_nla_put_u32(self.skb.as_ptr(), kind.into(), value) })
+        to_result(unsafe { bindings::sci_nla_put_u32(self.skb.as_ptr(), kind.into(), value) })
     }
 
     /// A `u64` attribute, aligned with a `pad` attribute where needed.
     pub(crate) fn put_u64(&mut self, kind: u16, value: u64, pad: u16) -> Result {
         // SAFETY: as in `put_u8`.
-        put_result(unsafe {
+        to_result(unsafe {
             bindings::sci_nla_put_u64(self.skb.as_ptr(), kind.into(), value, pad.into())
         })
     }
@@ -125,7 +121,7 @@ impl Writer<'_> {
     /// An attribute holding `bytes`.
     pub(crate) fn put_bytes(&mut self, kind: u16, bytes: &[u8]) -> Result {
         // SAFETY: as in `put_u8`; `nla_put` copies `bytes`.
-        put_result(unsafe {
+        to_result(unsafe {
             bindings::nla_put(
                 self.skb.as_ptr(),
                 kind.into(),
