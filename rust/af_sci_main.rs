@@ -23,6 +23,7 @@ mod native;
 mod netlink;
 mod netlink_adapter;
 mod node_map;
+mod own_sk;
 // The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
 // are used only as the data path grows.
 #[allow(dead_code)]
@@ -55,7 +56,7 @@ struct AfSci {
 
 impl kernel::Module for AfSci {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        if socket_adapter::fabric_selftest_requested() {
+        if own_sk::fabric_selftest_requested() {
             fabric::selftest::run()?;
         }
         let plane = KBox::pin_init(control::ControlPlane::new()?, GFP_KERNEL)?;

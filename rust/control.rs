@@ -18,11 +18,11 @@ use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::global;
 use crate::kthread::{self, KThread, ThreadMain};
 use crate::native::errno;
+use crate::own_sk::{wake_sk, Wake};
 use crate::proto::frame::{ConnId, Frame, FrameKind, RejectReason, FRAME_SIZE};
 use crate::proto::queue::QueueParams;
 use crate::proto::ring::RingGeometry;
 use crate::sci_conn::{Addr, Conn, RING_LOG2};
-use crate::socket_adapter::{wake_sk, Wake};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
 

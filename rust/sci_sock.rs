@@ -21,11 +21,9 @@ use crate::node_map::{
     self,
     rules::{sockaddr_ip_port, Decision, FallbackReason, Ip, NodeId},
 };
+use crate::own_sk::{connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk};
 use crate::proto::frame::Frame;
 use crate::sci_conn::{Addr, Conn, Phase};
-use crate::socket_adapter::{
-    connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk,
-};
 use crate::sockets::SockInfo;
 use core::ffi::{c_char, c_int, c_uint};
 use core::ptr;
