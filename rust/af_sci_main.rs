@@ -15,7 +15,6 @@
 
 mod bindings;
 mod control;
-#[allow(dead_code)]
 mod fabric;
 mod global;
 mod kthread;

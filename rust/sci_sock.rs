@@ -246,7 +246,10 @@ impl SciSock {
             .filter(|_| sci_loopback_enabled())
             .ok_or(FallbackReason::NoFabric)?;
         let port = loopback_port(addr).ok_or(FallbackReason::NoFabric)?;
-        if node != NodeId::from(plane.fabric().local_node())
+        // The loopback fabric serves this node only, and IPv4 127.0.0.1 for now.
+        let reachable = u16::try_from(node).is_ok_and(|n| plane.fabric().reaches(n));
+        if !reachable
+            || node != NodeId::from(plane.fabric().local_node())
             || native.family() != bindings::AF_INET as c_int
         {
             return Err(FallbackReason::NoFabric);
