@@ -13,7 +13,6 @@ use crate::proto::segment::Segment;
 use core::ptr::NonNull;
 use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
-use kernel::sync::Arc;
 
 /// A segment's memory: `len` bytes at `ptr`, 8-byte aligned, valid while this lives.
 pub(crate) struct SegMem {
@@ -156,32 +155,5 @@ impl Segment for SegMem {
 
     fn fence(&self) {
         fence(Ordering::SeqCst);
-    }
-}
-
-/// A shared handle to a segment is a segment: queues hold their mappings this way.
-impl Segment for Arc<SegMem> {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-
-    fn load_u64(&self, off: usize) -> u64 {
-        (**self).load_u64(off)
-    }
-
-    fn store_u64(&self, off: usize, v: u64) {
-        (**self).store_u64(off, v)
-    }
-
-    fn load_u32(&self, off: usize) -> u32 {
-        (**self).load_u32(off)
-    }
-
-    fn store_u32(&self, off: usize, v: u32) {
-        (**self).store_u32(off, v)
-    }
-
-    fn fence(&self) {
-        (**self).fence()
     }
 }

@@ -52,7 +52,13 @@ pub(crate) trait Segment {
     fn fence(&self);
 }
 
-impl<T: Segment + ?Sized> Segment for &T {
+/// Any pointer to a segment is a segment: a reference, the kernel's `Arc` of a mapping,
+/// a test harness's `Arc`. One delegating impl serves them all.
+impl<P> Segment for P
+where
+    P: core::ops::Deref,
+    P::Target: Segment,
+{
     fn len(&self) -> usize {
         (**self).len()
     }

@@ -185,32 +185,6 @@ impl Segment for TestSegment {
     }
 }
 
-impl Segment for Arc<TestSegment> {
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-
-    fn load_u64(&self, off: usize) -> u64 {
-        (**self).load_u64(off)
-    }
-
-    fn store_u64(&self, off: usize, v: u64) {
-        (**self).store_u64(off, v)
-    }
-
-    fn load_u32(&self, off: usize) -> u32 {
-        (**self).load_u32(off)
-    }
-
-    fn store_u32(&self, off: usize, v: u32) {
-        (**self).store_u32(off, v)
-    }
-
-    fn fence(&self) {
-        (**self).fence()
-    }
-}
-
 /// Where a test queue lives.
 pub(crate) const RX_BASE: usize = 0x40;
 /// Credit area base in the sender's segment.
