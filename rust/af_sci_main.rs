@@ -11,9 +11,13 @@
 //! socket), `native.rs` (the native TCP socket), `node_map.rs` + `config/rules.rs` (the
 //! connect-time decision), `sockets.rs` (module-wide state, socket registry, counters),
 //! `netlink.rs` + `netlink_adapter.rs` (the `af_sci` generic netlink family),
+//! `control.rs` + `connector.rs` + `sci_conn.rs` + `conn_addr.rs` + `fabric/` + `proto/`
+//! (the SCI data path),
 //! `bindings.rs` + `shim.c` + `genl.c` (C glue).
 
 mod bindings;
+mod conn_addr;
+mod connector;
 mod control;
 mod fabric;
 mod global;
@@ -47,8 +51,8 @@ module! {
 struct AfSci {
     /// Dropped first: its handlers use the module-wide state `family` owns.
     _netlink: netlink_adapter::Family,
-    /// Dropped next: stops the listener kthread.
-    _listener: kthread::KThread,
+    /// Dropped next: stops the listener and connector kthreads.
+    _threads: (kthread::KThread, kthread::KThread),
     family: Pin<KBox<Family>>,
     _plane: InstalledPlane,
 }
@@ -61,12 +65,12 @@ impl kernel::Module for AfSci {
         let plane = KBox::pin_init(control::ControlPlane::new()?, GFP_KERNEL)?;
         global::install(&plane);
         let plane = InstalledPlane(plane);
-        let listener = control::ControlPlane::start_threads()?;
+        let threads = control::ControlPlane::start_threads()?;
         let number = Family::requested_number();
         let family = match Family::register(number, module) {
             Ok(family) => family,
             Err(e) => {
-                drop(listener);
+                drop(threads);
                 return Err(e);
             }
         };
@@ -77,7 +81,7 @@ impl kernel::Module for AfSci {
                     "cannot register the generic netlink family af_sci: {:?}\n",
                     e
                 );
-                drop(listener);
+                drop(threads);
                 drop(family);
                 return Err(e);
             }
@@ -89,7 +93,7 @@ impl kernel::Module for AfSci {
         );
         Ok(AfSci {
             _netlink: netlink,
-            _listener: listener,
+            _threads: threads,
             family,
             _plane: plane,
         })

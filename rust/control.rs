@@ -7,28 +7,32 @@
 //! Connection setup never touches the TCP byte stream: the connector allocates a slot and
 //! its segment (initialising both of its areas with its generation and start cursor),
 //! then mails a connect request; the listener kthread of the target node finds the
-//! listening socket by port, sets up the server end, answers with an accept carrying its
-//! queue offer and queues the connection for `accept()`; the connector's node routes the
-//! answer to the waiting slot. No listener, a full backlog or a bad offer is a reject,
-//! and the socket falls back to its native TCP connect.
+//! listening socket by address, port and namespace, sets up the server end, answers with
+//! an accept carrying its queue offer and queues the connection for `accept()`; the
+//! connector's node routes the answer to the waiting slot (a non-blocking connect is
+//! finished by the connector kthread, `connector.rs`). No listener, a full backlog or a
+//! bad offer is a reject, and the socket falls back to its native TCP connect.
 
 use crate::bindings;
+use crate::conn_addr::{self, Addr, ListenAddr};
+use crate::connector::{Connector, ConnectorThread};
 use crate::fabric::loopback::Loopback;
 use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::global;
 use crate::kthread::{self, KThread, ThreadMain};
 use crate::native::errno;
+use crate::node_map::rules::Ip;
 use crate::own_sk::{wake_sk, Wake};
 use crate::proto::frame::{ConnId, Frame, FrameKind, RejectReason, FRAME_SIZE};
-use crate::proto::queue::QueueParams;
+use crate::proto::queue::{self, QueueParams};
 use crate::proto::ring::RingGeometry;
-use crate::sci_conn::{Addr, Conn, RING_LOG2};
+use crate::sci_conn::{Conn, RING_LOG2};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
 
 /// Connections this node can hold at once (slots, and doorbell channels).
 pub(crate) const MAX_CONNS: usize = 1024;
-/// Listening ports reachable over SCI at once.
+/// Listening sockets reachable over SCI at once.
 const MAX_LISTENERS: usize = 256;
 /// Inbound control frames waiting for the listener kthread.
 const INBOX_FRAMES: usize = 256;
@@ -38,7 +42,7 @@ const ACCEPT_BACKLOG: usize = 128;
 /// The SCI connections waiting for `accept()` on one listening socket.
 #[pin_data]
 pub(crate) struct ListenQueue {
-    port: u16,
+    addr: ListenAddr,
     #[pin]
     inner: SpinLock<ListenInner>,
 }
@@ -52,15 +56,15 @@ struct ListenInner {
 }
 
 impl ListenQueue {
-    /// A queue for a socket listening on `port`, waking `owner`.
-    pub(crate) fn new(port: u16, owner: usize) -> Result<Arc<Self>> {
+    /// A queue for a socket listening on `addr`, waking `owner`.
+    pub(crate) fn new(addr: ListenAddr, owner: usize) -> Result<Arc<Self>> {
         let mut ring = KVec::with_capacity(ACCEPT_BACKLOG, GFP_KERNEL)?;
         for _ in 0..ACCEPT_BACKLOG {
             ring.push(None, GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(Self {
-                port,
+                addr,
                 inner <- kernel::new_spinlock!(ListenInner { ring, head: 0, len: 0, owner }, "ListenQueue"),
             }),
             GFP_KERNEL,
@@ -116,18 +120,32 @@ struct Inbox {
     len: usize,
 }
 
+/// A slot of the connection table (its index is the connection's doorbell channel and
+/// the channel its segment is exported under).
+enum Slot {
+    /// Free for a new connection.
+    Free,
+    /// Taken by a connection being created (its segment may already be exported).
+    Reserved,
+    /// Held by a connection.
+    Used(Arc<Conn>),
+}
+
 /// The control plane (one per module).
 #[pin_data]
 pub(crate) struct ControlPlane {
     fabric: Pin<KBox<Loopback>>,
     #[pin]
-    conns: SpinLock<KVec<(u32, Option<Arc<Conn>>)>>,
+    conns: SpinLock<KVec<(u32, Slot)>>,
     #[pin]
     listeners: SpinLock<KVec<Option<Arc<ListenQueue>>>>,
     #[pin]
     inbox: SpinLock<Inbox>,
     #[pin]
     inbox_ready: CondVar,
+    /// Non-blocking connects in progress, finished by the connector kthread.
+    #[pin]
+    connector: Connector,
 }
 
 /// Forwards fabric events to the installed control plane.
@@ -175,7 +193,7 @@ impl ControlPlane {
         let fabric = KBox::pin_init(Loopback::new(0, MAX_CONNS, &EVENTS)?, GFP_KERNEL)?;
         let mut conns = KVec::with_capacity(MAX_CONNS, GFP_KERNEL)?;
         for _ in 0..MAX_CONNS {
-            conns.push((1u32, None), GFP_KERNEL)?;
+            conns.push((1u32, Slot::Free), GFP_KERNEL)?;
         }
         let mut listeners = KVec::with_capacity(MAX_LISTENERS, GFP_KERNEL)?;
         for _ in 0..MAX_LISTENERS {
@@ -191,12 +209,21 @@ impl ControlPlane {
             listeners <- kernel::new_spinlock!(listeners, "ControlPlane::listeners"),
             inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "ControlPlane::inbox"),
             inbox_ready <- kernel::new_condvar!("ControlPlane::inbox_ready"),
+            connector <- Connector::new(),
         }? Error))
     }
 
-    /// Starts the listener kthread (after [`global::install`]).
-    pub(crate) fn start_threads() -> Result<KThread> {
-        KThread::run(&LISTENER, kernel::c_str!("sci_listener"))
+    /// Starts the listener and connector kthreads (after [`global::install`]); dropping
+    /// the returned threads stops them.
+    pub(crate) fn start_threads() -> Result<(KThread, KThread)> {
+        let listener = KThread::run(&LISTENER, kernel::c_str!("sci_listener"))?;
+        let connector = KThread::run(&ConnectorThread, kernel::c_str!("sci_connector"))?;
+        Ok((listener, connector))
+    }
+
+    /// The connector, which finishes non-blocking connects.
+    pub(crate) fn connector(&self) -> &Connector {
+        &self.connector
     }
 
     /// The fabric this node is on.
@@ -240,14 +267,17 @@ impl ControlPlane {
     /// The connection in `slot` (a doorbell channel).
     pub(crate) fn conn(&self, slot: u32) -> Option<Arc<Conn>> {
         let g = self.conns.lock();
-        g.as_slice().get(slot as usize).and_then(|(_, c)| c.clone())
+        match g.as_slice().get(slot as usize) {
+            Some((_, Slot::Used(c))) => Some(c.clone()),
+            _ => None,
+        }
     }
 
     /// The connection `id`, if its slot still holds that generation.
     fn conn_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
         let g = self.conns.lock();
         match g.as_slice().get(id.slot as usize) {
-            Some((generation, Some(c))) if *generation == id.generation => Some(c.clone()),
+            Some((generation, Slot::Used(c))) if *generation == id.generation => Some(c.clone()),
             _ => None,
         }
     }
@@ -267,10 +297,11 @@ impl ControlPlane {
                 .as_mut_slice()
                 .iter_mut()
                 .enumerate()
-                .find(|(_, (_, c))| c.is_none())
+                .find(|(_, (_, c))| matches!(c, Slot::Free))
                 .ok_or(ENOMEM)?;
             // Reserve the slot with a new generation; the connection is stored below.
             entry.0 = entry.0.wrapping_add(1).max(1);
+            entry.1 = Slot::Reserved;
             ConnId {
                 slot: slot as u32,
                 generation: entry.0,
@@ -282,29 +313,56 @@ impl ControlPlane {
             generation: generation.unwrap_or(id.generation),
             start,
         };
-        let conn = Conn::new(self.fabric(), id, peer_node, params, local, peer)?;
+        let conn = Conn::new(self.fabric(), id, peer_node, params, local, peer);
         let mut g = self.conns.lock();
-        g.as_mut_slice()[id.slot as usize].1 = Some(conn.clone());
-        Ok(conn)
+        let entry = &mut g.as_mut_slice()[id.slot as usize];
+        match conn {
+            Ok(conn) => {
+                entry.1 = Slot::Used(conn.clone());
+                Ok(conn)
+            }
+            Err(e) => {
+                drop(g);
+                self.fabric().unexport(id.slot);
+                self.conns.lock().as_mut_slice()[id.slot as usize].1 = Slot::Free;
+                Err(e)
+            }
+        }
     }
 
     /// Frees a connection's slot and withdraws its segment.
     pub(crate) fn free_conn(&self, conn: &Conn) {
+        let ours = |entry: &(u32, Slot)| {
+            entry.0 == conn.id.generation
+                && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn))
+        };
+        if !self
+            .conns
+            .lock()
+            .as_slice()
+            .get(conn.id.slot as usize)
+            .is_some_and(ours)
+        {
+            return;
+        }
+        // Withdrawn while the slot is still ours: once it is free, a new connection may
+        // export its segment under the same channel.
+        self.fabric().unexport(conn.id.slot);
         let old = {
             let mut g = self.conns.lock();
             match g.as_mut_slice().get_mut(conn.id.slot as usize) {
-                Some((generation, c)) if *generation == conn.id.generation => c.take(),
-                _ => None,
+                Some(entry) if ours(entry) => core::mem::replace(&mut entry.1, Slot::Free),
+                _ => Slot::Free,
             }
         };
-        self.fabric().unexport(conn.id.slot);
         drop(old);
     }
 
-    /// Makes a listening socket reachable for SCI connection requests on `port`.
+    /// Makes a listening socket reachable for SCI connection requests to its address.
+    /// One listener per address (`SO_REUSEPORT` siblings after the first take TCP only).
     pub(crate) fn listen(&self, queue: Arc<ListenQueue>) -> Result {
         let mut g = self.listeners.lock();
-        if g.iter().flatten().any(|q| q.port == queue.port) {
+        if g.iter().flatten().any(|q| q.addr == queue.addr) {
             return Err(errno(bindings::EADDRINUSE));
         }
         let slot = g
@@ -332,9 +390,15 @@ impl ControlPlane {
         }
     }
 
-    fn listener(&self, port: u16) -> Option<Arc<ListenQueue>> {
+    /// The listener a request for `dest:port` in `namespace` reaches: the best match, as
+    /// TCP's listener lookup picks it.
+    fn listener(&self, dest: Ip, port: u16, namespace: u64) -> Option<Arc<ListenQueue>> {
         let g = self.listeners.lock();
-        g.iter().flatten().find(|q| q.port == port).cloned()
+        g.iter()
+            .flatten()
+            .filter_map(|q| Some((q.addr.score(dest, port, namespace)?, q)))
+            .max_by_key(|(score, _)| *score)
+            .map(|(_, q)| q.clone())
     }
 
     /// Serves one inbound control frame (listener kthread).
@@ -354,17 +418,27 @@ impl ControlPlane {
                             frame
                                 .offer
                                 .validate(crate::proto::segment::Segment::len(&seg))
+                                // The listener's receive area uses our generation.
+                                .filter(|o| {
+                                    queue::rx_area_matches(
+                                        &seg,
+                                        o.rx_area,
+                                        o.params(frame.dst.generation),
+                                    )
+                                })
                                 .map(|o| (seg, o))
                         })
                         .map(|(seg, offer)| conn.establish(frame.src, offer, seg));
                     if !matches!(established, Some(Ok(()))) {
                         conn.refuse();
                     }
+                    self.connector.kick();
                 }
             }
             FrameKind::Reject => {
                 if let Some(conn) = self.conn_by_id(frame.dst) {
                     conn.refuse();
+                    self.connector.kick();
                 }
             }
             _ => {}
@@ -382,20 +456,31 @@ impl ControlPlane {
     }
 
     fn serve_request(&self, from: NodeId, request: &Frame) {
-        let Some(queue) = self.listener(request.dst_port) else {
+        let (Some(src_ip), Some(dst_ip)) = (
+            conn_addr::from_wire(request.src_ip),
+            conn_addr::from_wire(request.dst_ip),
+        ) else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        let Some(queue) = self.listener(dst_ip, request.dst_port, request.namespace) else {
             return self.reject(from, request, RejectReason::NoListener);
         };
         let Ok(client_seg) = self.fabric().map_segment(from, request.src.slot) else {
             return self.reject(from, request, RejectReason::BadOffer);
         };
+        // The segment exported under the requester's slot must be the one this request
+        // offered (not a newer connection's, if the request is late).
         let Some(offer) = request
             .offer
             .validate(crate::proto::segment::Segment::len(&client_seg))
+            .filter(|o| {
+                queue::rx_area_matches(&client_seg, o.rx_area, o.params(request.src.generation))
+            })
         else {
             return self.reject(from, request, RejectReason::BadOffer);
         };
-        let local = crate::sci_sock::loopback_addr(request.dst_port);
-        let peer = crate::sci_sock::loopback_addr(request.src_port);
+        let local = Addr::inet(dst_ip, request.dst_port, queue.addr.v6);
+        let peer = Addr::inet(src_ip, request.src_port, queue.addr.v6);
         let conn = match self.new_conn(from, Some(request.src.generation), offer.start, local, peer)
         {
             Ok(conn) => conn,

@@ -335,6 +335,20 @@ impl Native {
         unsafe { (*self.sk()).__sk_common.skc_family as c_int }
     }
 
+    /// Whether a connect was started on this socket and its outcome not yet reported
+    /// by `connect()` (`SS_CONNECTING`): the next `connect()` belongs to that attempt.
+    pub(crate) fn connect_started(&self) -> bool {
+        // SAFETY: the socket is live (invariant); a racy read of the state, as
+        // `inet_stream_connect` itself reads it under the sock lock we do not need here.
+        unsafe { (*self.0.as_ptr()).state == bindings::socket_state_SS_CONNECTING }
+    }
+
+    /// `IPV6_V6ONLY` (false for an `AF_INET` socket).
+    pub(crate) fn v6only(&self) -> bool {
+        // SAFETY: `sk` is live (invariant).
+        unsafe { bindings::sci_sk_ipv6only(self.sk()) }
+    }
+
     /// The TCP state (`TCP_ESTABLISHED`, ...).
     pub(crate) fn state(&self) -> u8 {
         // SAFETY: `sk` is live; a racy read of a byte is what `sk_state` readers do.

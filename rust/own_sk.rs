@@ -28,6 +28,19 @@ impl OwnSk {
         unsafe { bindings::sci_sock_net(self.as_ptr()) }
     }
 
+    /// The socket's network namespace as SCI connection requests name it: its cookie,
+    /// and whether it is the initial namespace.
+    pub(crate) fn namespace(&self) -> (u64, bool) {
+        let net = self.net();
+        // SAFETY: `net` is the live namespace of a live socket; both read a field.
+        unsafe {
+            (
+                bindings::sci_net_cookie(net),
+                bindings::sci_net_is_init(net),
+            )
+        }
+    }
+
     /// The counters of the socket's network namespace.
     pub(crate) fn stats(&self) -> &NetStats {
         // SAFETY: the pernet data (registered before the family, zeroed: a valid
@@ -176,17 +189,26 @@ impl OwnSk {
         unsafe { bindings::sci_linger_zero(self.as_ptr()) }
     }
 
+    /// Wakes the socket's waiters (poll, epoll, blocking calls).
+    pub(crate) fn wake(&self, what: Wake) {
+        wake_sk(self.wake_token(), what);
+    }
+
     /// The sk's address, to be woken by a connection or listen queue (see [`wake_sk`]).
     pub(crate) fn wake_token(&self) -> usize {
         self.as_ptr() as usize
     }
 }
 
-/// How long an SCI connect waits for the listener's answer (jiffies) before falling
-/// back to TCP.
+/// How long an SCI connect waits for the listener's answer before falling back to TCP
+/// (milliseconds). A live node answers at once; this only bounds the wait for a node that
+/// stopped answering (a loaded listener thread may take a while for a burst of connects).
+pub(crate) const CONNECT_TIMEOUT_MS: u32 = 5000;
+
+/// [`CONNECT_TIMEOUT_MS`] in jiffies.
 pub(crate) fn connect_timeout() -> c_long {
     // SAFETY: a pure conversion.
-    unsafe { bindings::sci_msecs_to_jiffies(1000) }
+    unsafe { bindings::sci_msecs_to_jiffies(CONNECT_TIMEOUT_MS) }
 }
 
 /// Whether the `sci_loopback` module parameter enables the SCI data path.

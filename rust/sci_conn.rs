@@ -14,6 +14,7 @@
 //! doorbell only when asked, and the doorbell wakes the socket.
 
 use crate::bindings;
+use crate::conn_addr::Addr;
 use crate::fabric::memory::{msg_iter, SegMem};
 use crate::fabric::{Fabric, NodeId};
 use crate::native::{errno, Msg};
@@ -46,43 +47,6 @@ const EPIPE_ARMED: u32 = 1 << 3;
 
 type Tx = Producer<Arc<SegMem>, Arc<SegMem>>;
 type Rx = Consumer<Arc<SegMem>, Arc<SegMem>>;
-
-/// A socket address as `getsockname`/`getpeername` return it.
-#[derive(Clone, Copy)]
-pub(crate) struct Addr {
-    bytes: [u8; 28],
-    len: usize,
-}
-
-impl Addr {
-    /// An empty address.
-    pub(crate) const EMPTY: Addr = Addr {
-        bytes: [0; 28],
-        len: 0,
-    };
-
-    /// An address from its bytes (at most `sockaddr_in6`).
-    pub(crate) fn from_bytes(b: &[u8]) -> Self {
-        let mut a = Self::EMPTY;
-        let len = b.len().min(a.bytes.len());
-        a.bytes[..len].copy_from_slice(&b[..len]);
-        a.len = len;
-        a
-    }
-
-    /// The address bytes.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
-    }
-
-    /// The port (network order in the address), 0 if none.
-    pub(crate) fn port(&self) -> u16 {
-        if self.len < 4 {
-            return 0;
-        }
-        u16::from_be_bytes([self.bytes[2], self.bytes[3]])
-    }
-}
 
 /// Where a connection stands.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -654,14 +618,25 @@ impl Conn {
         g.rx.as_mut().and_then(|rx| rx.refresh().ok()).unwrap_or(0)
     }
 
-    /// Bytes written but not yet read by the peer (`SIOCOUTQ`).
+    /// Bytes written and not yet in the peer's receive queue (`SIOCOUTQ`).
+    ///
+    /// TCP has two buffers where SCI has one ring: the peer's receive queue and our send
+    /// queue. The ring's first half stands for the peer's receive queue (bytes there count
+    /// as delivered, as acknowledged bytes do in TCP); what fills it beyond that, and what
+    /// gathering holds back, counts as queued here. So a reader that lags a little shows
+    /// 0, as on TCP, and a full pipe shows the backlog.
     pub(crate) fn outq(&self) -> u64 {
         let mut g = self.inner.lock();
-        g.tx.as_mut()
-            .map(|tx| {
-                let _ = tx.refresh();
-                tx.unconsumed()
-            })
-            .unwrap_or(0)
+        g.tx.as_mut().map_or(0, |tx| {
+            let _ = tx.refresh();
+            let receive_queue = tx.params().geometry.size() / 2;
+            tx.pending() + tx.in_flight().saturating_sub(receive_queue)
+        })
+    }
+
+    /// Bytes written and not yet sent at all (`SIOCOUTQNSD`): held back by gathering.
+    pub(crate) fn unsent(&self) -> u64 {
+        let g = self.inner.lock();
+        g.tx.as_ref().map_or(0, |tx| tx.pending())
     }
 }

@@ -12,9 +12,11 @@
 //! re-creates it as `AF_INET6`, replaying the options set so far. After the first bind,
 //! connect or listen the native socket never changes.
 
+mod connect;
 mod options;
 
 use crate::bindings;
+use crate::conn_addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
 use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::global;
@@ -23,11 +25,13 @@ use crate::node_map::{
     self,
     rules::{sockaddr_ip_port, Decision, FallbackReason, Ip, NodeId},
 };
-use crate::own_sk::{connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk};
+use crate::own_sk::{
+    connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk, Wake,
+};
 use crate::proto::frame::Frame;
-use crate::sci_conn::{Addr, Conn, Phase};
+use crate::sci_conn::{Conn, Phase};
 use crate::sockets::SockInfo;
-use core::ffi::{c_char, c_int, c_uint};
+use core::ffi::{c_char, c_int, c_long, c_uint};
 use core::ptr;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::fmt;
@@ -105,6 +109,11 @@ pub(crate) struct SciSock {
     listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
     /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
     inprogress: AtomicBool,
+    /// A non-blocking SCI connect waiting for its answer (the connector finishes it).
+    #[pin]
+    pending: Mutex<Option<connect::PendingConnect>>,
+    /// `pending` is set: what poll, send and receive look at without sleeping.
+    connecting: AtomicBool,
     /// Why the socket is native (`enum sci_fallback_reason`), decided at connect/accept.
     fallback: AtomicU32,
     /// Id in the module's socket registry (0 until registered).
@@ -117,25 +126,6 @@ pub(crate) enum Accepted {
     Native(Native),
     /// An SCI connection.
     Sci(Arc<Conn>),
-}
-
-/// `127.0.0.1:port` as a `sockaddr_in`: the addresses of loopback SCI connections.
-pub(crate) fn loopback_addr(port: u16) -> Addr {
-    let mut b = [0u8; 16];
-    b[..2].copy_from_slice(&(bindings::AF_INET as u16).to_ne_bytes());
-    b[2..4].copy_from_slice(&port.to_be_bytes());
-    b[4..8].copy_from_slice(&[127, 0, 0, 1]);
-    Addr::from_bytes(&b)
-}
-
-/// Whether `addr` is `127.0.0.1:port` (the destinations the loopback fabric serves for
-/// now); returns the port.
-fn loopback_port(addr: &SockAddr) -> Option<u16> {
-    let b = addr.bytes()?;
-    if b.len() < 16 || u16::from_ne_bytes([b[0], b[1]]) != bindings::AF_INET as u16 {
-        return None;
-    }
-    (b[4..8] == [127, 0, 0, 1]).then(|| u16::from_be_bytes([b[2], b[3]]))
 }
 
 impl SciSock {
@@ -153,6 +143,8 @@ impl SciSock {
             sci <- kernel::new_spinlock!(None, "SciSock::sci"),
             listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
             inprogress: AtomicBool::new(false),
+            pending <- kernel::new_mutex!(None, "SciSock::pending"),
+            connecting: AtomicBool::new(false),
             fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
             registry_id: AtomicU64::new(0),
         })
@@ -204,57 +196,6 @@ impl SciSock {
     fn fall_back(&self, own: &OwnSk, reason: FallbackReason) {
         self.fallback.store(reason as u32, Ordering::Relaxed);
         own.stats().fallback(reason);
-    }
-
-    /// The connect-time decision for a new connection attempt to `addr` (`dest:port`):
-    /// true when the socket is now connected over SCI, false when the native connect
-    /// follows (the reason recorded).
-    fn choose_path(
-        &self,
-        own: &OwnSk,
-        native: &Native,
-        addr: &SockAddr,
-        dest: Ip,
-        port: u16,
-    ) -> bool {
-        let reason = match node_map::decide(own.net(), dest, port) {
-            Decision::Sci(node) => match self.try_sci(own, native, addr, node) {
-                Ok(()) => {
-                    self.fallback
-                        .store(FallbackReason::None as u32, Ordering::Relaxed);
-                    own.stats().sci_connection();
-                    return true;
-                }
-                Err(reason) => reason,
-            },
-            Decision::Native(reason) => reason,
-        };
-        self.fall_back(own, reason);
-        false
-    }
-
-    /// The SCI connect attempt to `node`, or why it is not possible. The loopback fabric
-    /// (`sci_loopback=1`) serves `127.0.0.1` on this node, from `AF_INET` sockets.
-    fn try_sci(
-        &self,
-        own: &OwnSk,
-        native: &Native,
-        addr: &SockAddr,
-        node: NodeId,
-    ) -> core::result::Result<(), FallbackReason> {
-        let plane = global::plane()
-            .filter(|_| sci_loopback_enabled())
-            .ok_or(FallbackReason::NoFabric)?;
-        let port = loopback_port(addr).ok_or(FallbackReason::NoFabric)?;
-        // The loopback fabric serves this node only, and IPv4 127.0.0.1 for now.
-        let reachable = u16::try_from(node).is_ok_and(|n| plane.fabric().reaches(n));
-        if !reachable
-            || node != NodeId::from(plane.fabric().local_node())
-            || native.family() != bindings::AF_INET as c_int
-        {
-            return Err(FallbackReason::NoFabric);
-        }
-        self.sci_connect(own, native, port)
     }
 
     fn install(&self, own: &OwnSk, native: Native, inherited: Option<&NativeHooks>) {
@@ -374,112 +315,6 @@ impl SciSock {
         Ok(())
     }
 
-    /// `connect(2)`, blocking or not (`flags` holds `O_NONBLOCK`). A connection to
-    /// `127.0.0.1` tries the SCI path first (when `sci_loopback` is on); any failure
-    /// there falls back to the native TCP connect, from the same bound port.
-    pub(crate) fn connect(&self, own: &OwnSk, addr: SockAddr, flags: c_int) -> Result {
-        if addr.family() == Some(bindings::AF_UNSPEC as u16) {
-            // As TCP's disconnect: the connection is aborted (the peer sees a reset)
-            // and the socket may connect again.
-            let conn = self.sci.lock().take();
-            if let (Some(conn), Some(plane)) = (conn, global::plane()) {
-                conn.close(plane.fabric(), true);
-                plane.free_conn(&conn);
-                own.set_state(bindings::TCP_CLOSE);
-                return Ok(());
-            }
-        }
-        if self.conn().is_some() {
-            return if self.inprogress.swap(false, Ordering::AcqRel) {
-                Ok(())
-            } else {
-                Err(errno(bindings::EISCONN))
-            };
-        }
-        let native = self.commit(own, Some(&addr))?;
-        // A new attempt (not the repeated call of a non-blocking connect in progress)
-        // decides its path by the node map and the port rules.
-        if u32::from(native.state()) == bindings::TCP_CLOSE {
-            if let Some((dest, port)) = addr.ip_port() {
-                if self.choose_path(own, &native, &addr, dest, port) {
-                    if flags & bindings::O_NONBLOCK as c_int != 0 {
-                        // As TCP: a non-blocking connect reports EINPROGRESS even when it
-                        // completed at once; POLLOUT and SO_ERROR 0 tell the rest.
-                        self.inprogress.store(true, Ordering::Release);
-                        return Err(errno(bindings::EINPROGRESS));
-                    }
-                    return Ok(());
-                }
-            }
-        }
-        self.sync_error(own, &native);
-        let r = native.connect(addr, flags);
-        self.consumed(own, r)
-    }
-
-    /// The SCI handshake to the listener of `port` on this node. The native socket is
-    /// bound first (`127.0.0.1`, an ephemeral port from the TCP port space), so a
-    /// fallback connects from the same address. The handshake itself is short and
-    /// bounded (one second), so even a non-blocking connect runs it to the end.
-    fn sci_connect(
-        &self,
-        own: &OwnSk,
-        native: &Native,
-        port: u16,
-    ) -> core::result::Result<(), FallbackReason> {
-        let no_fabric = |_| FallbackReason::NoFabric;
-        let plane = global::plane().ok_or(FallbackReason::NoFabric)?;
-        let mut local = [0u8; 28];
-        let mut len = native.getname_bytes(&mut local, false).map_err(no_fabric)?;
-        if len >= 4 && local[2..4] == [0, 0] {
-            let mut lo = [0u8; 16];
-            lo.copy_from_slice(loopback_addr(0).as_bytes());
-            native
-                .bind(SockAddr::new(lo.as_mut_ptr().cast(), lo.len() as c_int))
-                .map_err(no_fabric)?;
-            len = native.getname_bytes(&mut local, false).map_err(no_fabric)?;
-        }
-        let local = Addr::from_bytes(&local[..len]);
-        let src_port = local.port();
-        let conn = plane
-            .new_conn(
-                plane.fabric().local_node(),
-                None,
-                1 << 20,
-                local,
-                loopback_addr(port),
-            )
-            .map_err(|e| {
-                if e == ENOMEM {
-                    FallbackReason::NoMemory
-                } else {
-                    FallbackReason::NoFabric
-                }
-            })?;
-        conn.set_owner(own.wake_token());
-        let request = Frame::connect_request(conn.id, src_port, port, conn.offer()).encode_bytes();
-        let sent = plane.fabric().send_control(conn.peer_node, &request);
-        let mut timeo = connect_timeout();
-        let sent_ok = sent.is_ok();
-        let waited =
-            sent.and_then(|()| own.wait(&mut timeo, || Ok(conn.phase() != Phase::Connecting)));
-        let phase = conn.phase();
-        if waited.is_err() || phase != Phase::Established {
-            conn.close(plane.fabric(), true);
-            plane.free_conn(&conn);
-            return Err(match phase {
-                _ if !sent_ok => FallbackReason::NoFabric,
-                Phase::Refused => FallbackReason::PeerRejected,
-                // No answer in time (or a signal cut the wait short).
-                Phase::Connecting => FallbackReason::Timeout,
-                Phase::Established => FallbackReason::NoFabric,
-            });
-        }
-        own.set_state(bindings::TCP_ESTABLISHED);
-        *self.sci.lock() = Some(conn);
-        Ok(())
-    }
-
     /// The SCI connection, if this socket has one.
     pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
         self.sci.lock().clone()
@@ -493,25 +328,39 @@ impl SciSock {
         let native = self.commit(own, None)?;
         native.listen(backlog)?;
         own.set_state(bindings::TCP_LISTEN);
-        if sci_loopback_enabled()
-            && native.family() == bindings::AF_INET as c_int
-            && self.listen_queue.lock().is_none()
-        {
-            // Reachable over SCI too when bound to 0.0.0.0 or 127.0.0.1; if the port is
+        if sci_loopback_enabled() && self.listen_queue.lock().is_none() {
+            // Reachable over SCI too at the address it is bound to; if that address is
             // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
-            let mut local = [0u8; 28];
-            let len = native.getname_bytes(&mut local, false)?;
-            let port = u16::from_be_bytes([local[2], local[3]]);
-            let any_or_lo =
-                len >= 8 && (local[4..8] == [0, 0, 0, 0] || local[4..8] == [127, 0, 0, 1]);
-            if let (true, Some(plane)) = (any_or_lo, global::plane()) {
-                let queue = ListenQueue::new(port, own.wake_token())?;
+            if let (Some(addr), Some(plane)) = (self.listen_addr(own, &native)?, global::plane()) {
+                let queue = ListenQueue::new(addr, own.wake_token())?;
                 if plane.listen(queue.clone()).is_ok() {
                     *self.listen_queue.lock() = Some(queue);
                 }
             }
         }
         Ok(())
+    }
+
+    /// What a listening native socket is bound to, as SCI requests are matched; `None`
+    /// for an address the SCI path does not serve (link-local IPv6).
+    fn listen_addr(&self, own: &OwnSk, native: &Native) -> Result<Option<ListenAddr>> {
+        let mut name = [0u8; 28];
+        let len = native.getname_bytes(&mut name, false)?;
+        let Some((ip, port)) = Addr::from_bytes(&name[..len]).ip_port() else {
+            return Ok(None);
+        };
+        if is_link_local(ip) {
+            return Ok(None);
+        }
+        let (namespace, init_ns) = own.namespace();
+        Ok(Some(ListenAddr {
+            ip: (!ip.is_unspecified()).then(|| ip.canonical()),
+            port,
+            v6: native.family() == bindings::AF_INET6 as c_int,
+            v6only: native.v6only(),
+            namespace,
+            init_ns,
+        }))
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
@@ -565,6 +414,10 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             return conn.poll(plane.fabric(), own);
         }
+        if self.connecting.load(Ordering::Acquire) {
+            // As TCP in SYN_SENT: nothing to report until the connect is finished.
+            return 0;
+        }
         let native = self.native();
         self.sync_error(own, &native);
         let mut mask = native.poll_mask(file);
@@ -584,6 +437,8 @@ impl SciSock {
 
     /// `shutdown(2)`.
     pub(crate) fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        // As TCP in SYN_SENT: a shutdown disconnects.
+        self.cancel_pending(own);
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             if !(0..=2).contains(&how) {
                 return Err(EINVAL);
@@ -606,6 +461,8 @@ impl SciSock {
 
     /// `sendmsg(2)` and kernel senders (NBD's `kernel_sendmsg` with kvec/bvec).
     pub(crate) fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
+        self.wait_connected(own, &mut own.sndtimeo(nonblock))?;
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             let flags = msg_flags(msg) as c_int;
             let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
@@ -620,6 +477,8 @@ impl SciSock {
 
     /// `recvmsg(2)` and kernel receivers.
     pub(crate) fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+        self.wait_connected(own, &mut own.rcvtimeo(nonblock))?;
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
                 let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
@@ -647,7 +506,7 @@ impl SciSock {
         let value = match cmd {
             SIOCINQ => conn.inq(),
             SIOCOUTQ => conn.outq(),
-            c if c == bindings::SIOCOUTQNSD => 0,
+            c if c == bindings::SIOCOUTQNSD => conn.unsent(),
             _ => return self.native().ioctl(cmd, arg),
         };
         let value = c_int::try_from(value).unwrap_or(c_int::MAX);
@@ -706,6 +565,7 @@ impl SciSock {
 
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
+        self.cancel_pending(own);
         if let Some(plane) = global::plane() {
             // Taken out first: the spinlock must not be held while closing (which sleeps).
             let conn = self.sci.lock().take();

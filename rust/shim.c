@@ -17,13 +17,28 @@ int sci_family_param(void)
 	return family;
 }
 
-static bool sci_loopback;
+static bool sci_loopback = true;
 module_param(sci_loopback, bool, 0644);
-MODULE_PARM_DESC(sci_loopback, "Carry connections to 127.0.0.1 over the loopback fabric's shared-memory queues (experimental, default off)");
+MODULE_PARM_DESC(sci_loopback, "Carry connections to this node's own addresses (127.0.0.0/8, ::1, interface addresses) over the loopback fabric's shared-memory queues (default on)");
 
 bool sci_loopback_param(void)
 {
 	return READ_ONCE(sci_loopback);
+}
+
+u64 sci_net_cookie(const struct net *net)
+{
+	return net->net_cookie;
+}
+
+bool sci_net_is_init(const struct net *net)
+{
+	return net_eq(net, &init_net);
+}
+
+bool sci_sk_ipv6only(const struct sock *sk)
+{
+	return sk->sk_family == AF_INET6 && sk->sk_ipv6only;
 }
 
 bool sci_linger_zero(const struct sock *sk)

@@ -30,8 +30,13 @@
 
 /* Module parameter "family" (default AF_SCI_DEFAULT). */
 int sci_family_param(void);
-/* Module parameter "sci_loopback" (default off): the SCI data path over loopback. */
+/* Module parameter "sci_loopback" (default on): the SCI data path over loopback. */
 bool sci_loopback_param(void);
+/* A network namespace's cookie, and whether it is the initial namespace. */
+u64 sci_net_cookie(const struct net *net);
+bool sci_net_is_init(const struct net *net);
+/* IPV6_V6ONLY of an AF_INET6 sock (false for AF_INET). */
+bool sci_sk_ipv6only(const struct sock *sk);
 /* SO_LINGER with a zero timeout: close aborts. */
 bool sci_linger_zero(const struct sock *sk);
 /* Module parameter "fabric_selftest" (default off). */

@@ -55,6 +55,38 @@ pub(crate) struct SkRef(NonNull<bindings::sock>);
 // SAFETY: only a pointer, dereferenced under the registry's lock while the sock is live.
 unsafe impl Send for SkRef {}
 
+/// A counted reference to an `AF_SCI` sock (`sock_hold`/`sock_put`), for work a kernel
+/// thread finishes on a socket's behalf (the connector). The sock and its [`SciSock`]
+/// stay allocated while it lives, even after the socket was closed.
+pub(crate) struct HeldSk(NonNull<bindings::sock>);
+
+// SAFETY: a counted reference may be used and dropped from any process context.
+unsafe impl Send for HeldSk {}
+
+impl HeldSk {
+    /// Takes a reference on `own`'s sock.
+    pub(crate) fn new(own: &OwnSk) -> Self {
+        // SAFETY: `own` is live while the caller's op runs; the reference keeps it so.
+        unsafe { bindings::sci_sock_hold(own.as_ptr()) };
+        Self(own.0)
+    }
+
+    /// The sock and its state.
+    pub(crate) fn parts(&self) -> (OwnSk, &SciSock) {
+        // SAFETY: the counted reference keeps the sock (and its state, dropped only in
+        // `destruct`) allocated.
+        (OwnSk(self.0), unsafe { state_of(self.0.as_ptr()) })
+    }
+}
+
+impl Drop for HeldSk {
+    fn drop(&mut self) {
+        // SAFETY: drops the reference `new` took; the last put frees the sock through
+        // `destruct`, in the process context every `HeldSk` is dropped in.
+        unsafe { bindings::sci_sock_put(self.0.as_ptr()) };
+    }
+}
+
 /// # Safety
 ///
 /// `sk` is a live `AF_SCI` sk (allocated by [`new_sk`]).

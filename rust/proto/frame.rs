@@ -2,8 +2,8 @@
 
 //! Control messages: fixed-size, versioned, checksummed frames.
 //!
-//! A frame is 64 bytes, eight little-endian `u64` words, so that the mailbox
-//! moves it with eight aligned word stores, the last one (sequence number +
+//! A frame is 128 bytes, sixteen little-endian `u64` words, so that the
+//! mailbox moves it with aligned word stores, the last one (sequence number +
 //! CRC) stored last:
 //!
 //! ```text
@@ -11,25 +11,44 @@
 //! 0x08 u32 src slot       0x0c u32 src generation     (the sender's connection id)
 //! 0x10 u32 dst slot       0x14 u32 dst generation     (the receiver's; NONE in a request)
 //! 0x18 u16 src port       0x1a u16 dst port           (host order)
-//! 0x1c u8 ring log2       0x1d u8 reason    0x1e u16 reserved (0)
+//! 0x1c u8 ring log2       0x1d u8 reason
+//! 0x1e u8 src family      0x1f u8 dst family          (0 none, 4 IPv4, 6 IPv6)
 //! 0x20 u64 rx area offset   (sender's receive area in its segment)
 //! 0x28 u64 credit offset    (sender's credit area in its segment)
 //! 0x30 u64 start cursor     (of the queue the sender receives on)
-//! 0x38 u32 sequence number  0x3c u32 CRC-32 of bytes 0x00..0x3c
+//! 0x38 16 bytes src address (the connector's IP in a request, the listener's in an accept)
+//! 0x48 16 bytes dst address (the IP the connector dialled, in a request)
+//! 0x58 u64 namespace        (a request's network namespace, see below)
+//! 0x60 24 bytes reserved (0)
+//! 0x78 u32 sequence number  0x7c u32 CRC-32 of bytes 0x00..0x7c
 //! ```
+//!
+//! Requests and accepts carry both addresses, so that either end reports the
+//! names TCP would (`getsockname`/`getpeername`) and a listener bound to one
+//! address is told apart from one bound to another on the same port. An IPv4
+//! address takes the first four address bytes; the rest are zero.
+//!
+//! The namespace of a request names the network namespace of the listener it
+//! is for: 0 is the receiving node's initial namespace; any other value is a
+//! namespace cookie of the receiving node, which only a connector on the same
+//! node can know (a loopback connection stays inside its namespace, as TCP
+//! over `lo` does).
+//!
+//! Version 1 frames (64 bytes, no addresses) are refused as a version
+//! mismatch.
 
 use super::cursor::{field16, field32, field8};
 use super::queue::QueueParams;
 use super::ring::{self, RingGeometry, CREDIT_AREA_SIZE};
 
 /// Frame size in bytes.
-pub(crate) const FRAME_SIZE: usize = 64;
+pub(crate) const FRAME_SIZE: usize = 128;
 /// Frame size in words.
-pub(crate) const FRAME_WORDS: usize = 8;
+pub(crate) const FRAME_WORDS: usize = 16;
 /// `"SCIM"` as a little-endian u32.
 pub(crate) const FRAME_MAGIC: u32 = u32::from_le_bytes(*b"SCIM");
 /// The frame format version this code speaks.
-pub(crate) const FRAME_VERSION: u8 = 1;
+pub(crate) const FRAME_VERSION: u8 = 2;
 
 /// Kinds of control message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +76,11 @@ impl FrameKind {
             FrameKind::Reject => 3,
             FrameKind::Close => 4,
         }
+    }
+
+    /// Whether frames of this kind carry a queue offer and both addresses.
+    pub(crate) const fn carries_offer(self) -> bool {
+        matches!(self, FrameKind::ConnectRequest | FrameKind::Accept)
     }
 
     /// From the wire value.
@@ -254,6 +278,58 @@ impl QueueOffer {
     }
 }
 
+/// An IP address as a frame carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WireIp {
+    /// No address (rejects and closes).
+    None,
+    /// An IPv4 address.
+    V4([u8; 4]),
+    /// An IPv6 address.
+    V6([u8; 16]),
+}
+
+impl WireIp {
+    /// The family byte and the 16 address bytes.
+    const fn to_wire(self) -> (u8, [u8; 16]) {
+        match self {
+            WireIp::None => (0, [0; 16]),
+            WireIp::V4([a, b, c, d]) => (4, [a, b, c, d, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            WireIp::V6(b) => (6, b),
+        }
+    }
+
+    /// From the family byte and the address bytes: `None` for an unknown
+    /// family or bytes that do not belong to it (non-zero padding).
+    fn from_wire(family: u8, b: [u8; 16]) -> Option<Self> {
+        let [a0, a1, a2, a3, rest @ ..] = b;
+        match family {
+            0 if b == [0; 16] => Some(WireIp::None),
+            4 if rest == [0; 12] => Some(WireIp::V4([a0, a1, a2, a3])),
+            6 => Some(WireIp::V6(b)),
+            _ => None,
+        }
+    }
+
+    /// Two little-endian words of the address bytes.
+    fn words(b: [u8; 16]) -> [u64; 2] {
+        let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15] = b;
+        [
+            u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
+            u64::from_le_bytes([b8, b9, b10, b11, b12, b13, b14, b15]),
+        ]
+    }
+
+    /// The address bytes of two little-endian words.
+    fn bytes(lo: u64, hi: u64) -> [u8; 16] {
+        let [b0, b1, b2, b3, b4, b5, b6, b7] = lo.to_le_bytes();
+        let [b8, b9, b10, b11, b12, b13, b14, b15] = hi.to_le_bytes();
+        [
+            b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15,
+        ]
+    }
+}
+
 /// A decoded (or to-be-encoded) control message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Frame {
@@ -269,6 +345,12 @@ pub(crate) struct Frame {
     pub(crate) src_port: u16,
     /// Listener's (destination) TCP port.
     pub(crate) dst_port: u16,
+    /// The sender's IP address (requests and accepts).
+    pub(crate) src_ip: WireIp,
+    /// The receiver's IP address (requests and accepts).
+    pub(crate) dst_ip: WireIp,
+    /// The listener's network namespace (requests; 0 otherwise).
+    pub(crate) namespace: u64,
     /// Reject/close reason.
     pub(crate) reason: Reason,
     /// The sender's receive queue (requests and accepts; zero otherwise).
@@ -302,14 +384,17 @@ fn crc32_update(mut crc: u32, bytes: &[u8]) -> u32 {
     crc
 }
 
-/// CRC of a frame's first 60 bytes (words 0..=6 and the sequence number).
+/// CRC of a frame's bytes before the CRC field (every word but the last, and
+/// the sequence number).
 fn frame_crc(words: &[u64; FRAME_WORDS]) -> u32 {
     let mut crc = !0u32;
-    let [w0, w1, w2, w3, w4, w5, w6, w7] = *words;
-    for w in [w0, w1, w2, w3, w4, w5, w6] {
+    let (body, last) = words.split_at(FRAME_WORDS.saturating_sub(1));
+    for w in body {
         crc = crc32_update(crc, &w.to_le_bytes());
     }
-    crc = crc32_update(crc, &field32(w7, 0).to_le_bytes());
+    for w in last {
+        crc = crc32_update(crc, &field32(*w, 0).to_le_bytes());
+    }
     !crc
 }
 
@@ -323,6 +408,9 @@ impl Frame {
             dst: ConnId::NONE,
             src_port: 0,
             dst_port: 0,
+            src_ip: WireIp::None,
+            dst_ip: WireIp::None,
+            namespace: 0,
             reason: Reason::None,
             offer: QueueOffer {
                 ring_log2: 0,
@@ -333,17 +421,21 @@ impl Frame {
         }
     }
 
-    /// A connect request from `src` to the listener on `dst_port`, offering
-    /// the connector's receive queue.
+    /// A connect request from `src` (at `src_ip:src_port`) to the listener
+    /// on `dst_ip:dst_port` in `namespace`, offering the connector's receive
+    /// queue.
     pub(crate) const fn connect_request(
         src: ConnId,
-        src_port: u16,
-        dst_port: u16,
+        (src_ip, src_port): (WireIp, u16),
+        (dst_ip, dst_port, namespace): (WireIp, u16, u64),
         offer: QueueOffer,
     ) -> Self {
         let mut f = Frame::new(FrameKind::ConnectRequest);
+        f.namespace = namespace;
         f.src = src;
+        f.src_ip = src_ip;
         f.src_port = src_port;
+        f.dst_ip = dst_ip;
         f.dst_port = dst_port;
         f.offer = offer;
         f
@@ -357,6 +449,8 @@ impl Frame {
         f.dst = request.src;
         f.src_port = request.dst_port;
         f.dst_port = request.src_port;
+        f.src_ip = request.dst_ip;
+        f.dst_ip = request.src_ip;
         f.offer = offer;
         f
     }
@@ -382,29 +476,35 @@ impl Frame {
         f
     }
 
-    /// Encodes into eight little-endian words (checksum included). A frame
+    /// Encodes into sixteen little-endian words (checksum included). A frame
     /// built by the constructors above decodes back to itself (with `seq`);
-    /// the offer of a reject or close is not encoded, and neither is the
-    /// destination of a connect request.
+    /// the offer and addresses of a reject or close are not encoded, and
+    /// neither is the destination of a connect request.
     pub(crate) fn encode(&self) -> [u64; FRAME_WORDS] {
-        let carries_offer = matches!(self.kind, FrameKind::ConnectRequest | FrameKind::Accept);
-        let offer = if carries_offer {
-            self.offer
+        let carries_offer = self.kind.carries_offer();
+        let (offer, src_ip, dst_ip) = if carries_offer {
+            (self.offer, self.src_ip, self.dst_ip)
         } else {
-            QueueOffer::default()
+            (QueueOffer::default(), WireIp::None, WireIp::None)
         };
-        let dst = if self.kind == FrameKind::ConnectRequest {
-            ConnId::NONE
+        let (dst, namespace) = if self.kind == FrameKind::ConnectRequest {
+            (ConnId::NONE, self.namespace)
         } else {
-            self.dst
+            (self.dst, 0)
         };
+        let (src_family, src_addr) = src_ip.to_wire();
+        let (dst_family, dst_addr) = dst_ip.to_wire();
+        let [src_lo, src_hi] = WireIp::words(src_addr);
+        let [dst_lo, dst_hi] = WireIp::words(dst_addr);
         let w0 = (FRAME_MAGIC as u64)
             | ((FRAME_VERSION as u64) << 32)
             | ((self.kind.to_wire() as u64) << 40);
         let w3 = (self.src_port as u64)
             | ((self.dst_port as u64) << 16)
             | ((offer.ring_log2 as u64) << 32)
-            | ((reason_to_wire(self.kind, self.reason) as u64) << 40);
+            | ((reason_to_wire(self.kind, self.reason) as u64) << 40)
+            | ((src_family as u64) << 48)
+            | ((dst_family as u64) << 56);
         let mut words = [
             w0,
             self.src.pack(),
@@ -413,21 +513,32 @@ impl Frame {
             offer.rx_area,
             offer.credit_area,
             offer.start,
+            src_lo,
+            src_hi,
+            dst_lo,
+            dst_hi,
+            namespace,
+            0,
+            0,
+            0,
             self.seq as u64,
         ];
         let crc = frame_crc(&words);
-        words[FRAME_WORDS - 1] = (self.seq as u64) | ((crc as u64) << 32);
+        if let Some(last) = words.last_mut() {
+            *last = (self.seq as u64) | ((crc as u64) << 32);
+        }
         words
     }
 
-    /// Encodes into 64 bytes.
+    /// Encodes into bytes.
     pub(crate) fn encode_bytes(&self) -> [u8; FRAME_SIZE] {
         words_to_bytes(&self.encode())
     }
 
-    /// Decodes and validates eight words read from a mailbox slot.
+    /// Decodes and validates the words read from a mailbox slot.
     pub(crate) fn decode(words: &[u64; FRAME_WORDS]) -> Result<Frame, FrameError> {
-        let [w0, w1, w2, w3, w4, w5, w6, w7] = *words;
+        let [w0, w1, w2, w3, w4, w5, w6, src_lo, src_hi, dst_lo, dst_hi, namespace, r1, r2, r3, last] =
+            *words;
         if field32(w0, 0) != FRAME_MAGIC {
             return Err(FrameError::BadMagic);
         }
@@ -435,10 +546,10 @@ impl Frame {
         if version != FRAME_VERSION {
             return Err(FrameError::Version(version));
         }
-        if field32(w7, 32) != frame_crc(words) {
+        if field32(last, 32) != frame_crc(words) {
             return Err(FrameError::BadChecksum);
         }
-        if w0 >> 48 != 0 || w3 >> 48 != 0 {
+        if w0 >> 48 != 0 || (r1 | r2 | r3) != 0 {
             return Err(FrameError::Malformed);
         }
         let kind = match FrameKind::from_wire(field8(w0, 40)) {
@@ -449,6 +560,12 @@ impl Frame {
             Some(r) => r,
             None => return Err(FrameError::Malformed),
         };
+        let (Some(src_ip), Some(dst_ip)) = (
+            WireIp::from_wire(field8(w3, 48), WireIp::bytes(src_lo, src_hi)),
+            WireIp::from_wire(field8(w3, 56), WireIp::bytes(dst_lo, dst_hi)),
+        ) else {
+            return Err(FrameError::Malformed);
+        };
         let offer = QueueOffer {
             ring_log2: field8(w3, 32),
             rx_area: w4,
@@ -457,21 +574,32 @@ impl Frame {
         };
         let f = Frame {
             kind,
-            seq: field32(w7, 0),
+            seq: field32(last, 0),
             src: ConnId::unpack(w1),
             dst: ConnId::unpack(w2),
             src_port: field16(w3, 0),
             dst_port: field16(w3, 16),
+            src_ip,
+            dst_ip,
+            namespace,
             reason,
             offer,
         };
-        let carries_offer = matches!(kind, FrameKind::ConnectRequest | FrameKind::Accept);
         let no_offer = offer.ring_log2 == 0 && w4 == 0 && w5 == 0 && w6 == 0;
-        if !carries_offer && !no_offer {
+        let no_ips = src_ip == WireIp::None && dst_ip == WireIp::None;
+        let both_ips = src_ip != WireIp::None && dst_ip != WireIp::None;
+        let fields_fit = if kind.carries_offer() {
+            both_ips
+        } else {
+            no_offer && no_ips
+        };
+        if !fields_fit {
             return Err(FrameError::Malformed);
         }
         let dst_none = f.dst.slot == ConnId::NONE.slot;
-        if (kind == FrameKind::ConnectRequest) != dst_none {
+        if (kind == FrameKind::ConnectRequest) != dst_none
+            || kind != FrameKind::ConnectRequest && namespace != 0
+        {
             return Err(FrameError::Malformed);
         }
         if f.src.slot == ConnId::NONE.slot {
@@ -480,13 +608,13 @@ impl Frame {
         Ok(f)
     }
 
-    /// Decodes 64 bytes.
+    /// Decodes bytes.
     pub(crate) fn decode_bytes(bytes: &[u8; FRAME_SIZE]) -> Result<Frame, FrameError> {
         Frame::decode(&bytes_to_words(bytes))
     }
 }
 
-/// Eight words as 64 little-endian bytes.
+/// Words as little-endian bytes.
 pub(crate) fn words_to_bytes(words: &[u64; FRAME_WORDS]) -> [u8; FRAME_SIZE] {
     let mut out = [0u8; FRAME_SIZE];
     for (chunk, w) in out.chunks_exact_mut(8).zip(words.iter()) {
@@ -495,7 +623,7 @@ pub(crate) fn words_to_bytes(words: &[u64; FRAME_WORDS]) -> [u8; FRAME_SIZE] {
     out
 }
 
-/// 64 little-endian bytes as eight words.
+/// Little-endian bytes as words.
 pub(crate) fn bytes_to_words(bytes: &[u8; FRAME_SIZE]) -> [u64; FRAME_WORDS] {
     let mut words = [0u64; FRAME_WORDS];
     for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {

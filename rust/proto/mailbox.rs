@@ -6,15 +6,15 @@
 //! the RECEIVER's segment and its acknowledgement word in the SENDER's:
 //!
 //! ```text
-//! slot area, receiver's segment            ack area, sender's segment (64 bytes)
-//! slot i at i * 64: one frame (8 words,    0x00 u64 ack: low 32 bits = the next
-//!   word 7 = sequence + CRC, stored last)       sequence number the receiver expects
+//! slot area, receiver's segment              ack area, sender's segment (64 bytes)
+//! slot i at i * 128: one frame (16 words,    0x00 u64 ack: low 32 bits = the next
+//!   the last = sequence + CRC, stored last)       sequence number the receiver expects
 //! ```
 //!
-//! Frame `seq` goes to slot `seq % slots`. The sender stores words 0..=6, then
-//! word 7 (Release); the receiver polls word 7 of the slot it expects next
-//! (Acquire): the expected sequence number means a new frame, an older one
-//! means an empty slot. The sender never has more than `slots` frames
+//! Frame `seq` goes to slot `seq % slots`. The sender stores every word but
+//! the last, then the last (Release); the receiver polls the last word of the
+//! slot it expects next (Acquire): the expected sequence number means a new
+//! frame, an older one means an empty slot. The sender never has more than `slots` frames
 //! unacknowledged, so a slot is never rewritten while the receiver may still
 //! read it. Sequence numbers start at 1, so zeroed memory is an empty
 //! mailbox.
@@ -239,11 +239,13 @@ impl<R: Segment, L: Segment> MailboxTx<R, L> {
         f.seq = self.next;
         let words = f.encode();
         let off = self.geom.slot_off(self.slots_base, self.next);
-        let [w0, w1, w2, w3, w4, w5, w6, w7] = words;
-        for (i, w) in [w0, w1, w2, w3, w4, w5, w6].into_iter().enumerate() {
-            self.slots.store_u64(word_off(off, i), w);
+        let (body, last) = words.split_at(FRAME_WORDS - 1);
+        for (i, w) in body.iter().enumerate() {
+            self.slots.store_u64(word_off(off, i), *w);
         }
-        self.slots.store_u64(word_off(off, FRAME_WORDS - 1), w7);
+        for w in last {
+            self.slots.store_u64(word_off(off, FRAME_WORDS - 1), *w);
+        }
         let seq = self.next;
         self.next = self.next.wrapping_add(1);
         Ok(seq)
@@ -295,8 +297,8 @@ impl<L: Segment, R: Segment> MailboxRx<L, R> {
     /// bounded amount of work.
     pub(crate) fn poll(&mut self) -> Result<Option<Frame>, MailboxError> {
         let off = self.geom.slot_off(self.slots_base, self.expected);
-        let w7 = self.slots.load_u64(word_off(off, FRAME_WORDS - 1));
-        match age(field32(w7, 0), self.expected) {
+        let last = self.slots.load_u64(word_off(off, FRAME_WORDS - 1));
+        match age(field32(last, 0), self.expected) {
             Age::Older => return Ok(None),
             Age::Newer => return Err(MailboxError::SequenceJump),
             Age::Same => {}
@@ -304,7 +306,7 @@ impl<L: Segment, R: Segment> MailboxRx<L, R> {
         let mut words = [0u64; FRAME_WORDS];
         for (i, w) in words.iter_mut().enumerate() {
             *w = if i == FRAME_WORDS - 1 {
-                w7
+                last
             } else {
                 self.slots.load_u64(word_off(off, i))
             };

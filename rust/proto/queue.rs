@@ -71,6 +71,23 @@ pub(crate) fn init_rx_area<S: Segment>(
     Ok(())
 }
 
+/// Whether the receive area at `base` in a peer's segment was set up for the
+/// queue described by `params` (magic, version, ring size, generation, start).
+///
+/// A connection setup maps the peer's segment by its channel (slot); if the
+/// peer's slot moved on to a newer connection since the frame was sent, the
+/// mapped segment belongs to that one, and its header says so. Checking it
+/// before producing into the ring keeps a late frame from wiring two
+/// unrelated connections together.
+pub(crate) fn rx_area_matches<S: Segment>(seg: &S, base: usize, params: QueueParams) -> bool {
+    ring::check_rx_area(seg.len(), base, params.geometry).is_ok()
+        && seg.load_u32(at(base, RX_MAGIC)) == QUEUE_MAGIC
+        && seg.load_u32(at(base, RX_VERSION)) == QUEUE_VERSION
+        && seg.load_u64(at(base, RX_RING_SIZE)) == params.geometry.size()
+        && seg.load_u64(at(base, RX_GENERATION)) == u64::from(params.generation)
+        && seg.load_u64(at(base, RX_START)) == params.start
+}
+
 /// Initializes a credit area in the sender's own segment, before offering it
 /// to the peer.
 pub(crate) fn init_credit_area<S: Segment>(

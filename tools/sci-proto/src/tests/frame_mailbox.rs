@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use super::TestSegment;
 use crate::proto::frame::{
     bytes_to_words, words_to_bytes, CloseReason, ConnId, Frame, FrameError, FrameKind, QueueOffer,
-    RejectReason, FRAME_SIZE, FRAME_WORDS,
+    RejectReason, WireIp, FRAME_SIZE, FRAME_WORDS,
 };
 use crate::proto::mailbox::{
     self, age, next_generation, route, seq_older, Age, MailboxError, MailboxGeometry, MailboxRx,
@@ -46,10 +46,26 @@ fn close_reason() -> impl Strategy<Value = CloseReason> {
     ]
 }
 
+/// Any IPv4 or IPv6 address.
+fn ip() -> impl Strategy<Value = WireIp> {
+    prop_oneof![
+        any::<[u8; 4]>().prop_map(WireIp::V4),
+        any::<[u8; 16]>().prop_map(WireIp::V6),
+    ]
+}
+
+/// Loopback addresses for tests that do not care.
+const LO: WireIp = WireIp::V4([127, 0, 0, 1]);
+
 /// Any well-formed frame.
 fn frame() -> impl Strategy<Value = Frame> {
-    let req = (conn_id(), any::<u16>(), any::<u16>(), offer())
-        .prop_map(|(src, sp, dp, o)| Frame::connect_request(src, sp, dp, o));
+    let req = (
+        conn_id(),
+        (ip(), any::<u16>()),
+        (ip(), any::<u16>(), any::<u64>()),
+        offer(),
+    )
+        .prop_map(|(src, from, to, o)| Frame::connect_request(src, from, to, o));
     (
         req,
         conn_id(),
@@ -91,7 +107,7 @@ proptest! {
     }
 
     #[test]
-    fn garbage_never_panics(words in proptest::array::uniform8(any::<u64>())) {
+    fn garbage_never_panics(words in proptest::array::uniform16(any::<u64>())) {
         let _ = Frame::decode(&words);
     }
 
@@ -122,8 +138,12 @@ fn frame_validation_errors() {
     w[0] ^= 1;
     assert_eq!(Frame::decode(&w), Err(FrameError::BadMagic));
     let mut w = words;
-    w[0] = (w[0] & !(0xff << 32)) | (2 << 32);
-    assert_eq!(Frame::decode(&w), Err(FrameError::Version(2)));
+    w[0] = (w[0] & !(0xff << 32)) | (1 << 32);
+    assert_eq!(
+        Frame::decode(&w),
+        Err(FrameError::Version(1)),
+        "64-byte version 1 frames are refused"
+    );
     let mut w = words;
     w[4] = 1;
     assert_eq!(Frame::decode(&w), Err(FrameError::BadChecksum));
@@ -154,6 +174,85 @@ fn frame_validation_errors() {
         Err(FrameError::Malformed),
         "an accept addressed to nobody"
     );
+}
+
+#[test]
+fn addresses_carried_and_validated() {
+    let me = ConnId {
+        slot: 7,
+        generation: 3,
+    };
+    let v6 = WireIp::V6([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+    let req = Frame::connect_request(me, (v6, 40000), (LO, 80, 0), QueueOffer::default());
+    let acc = Frame::accept(&req, me, QueueOffer::default());
+    assert_eq!(
+        (acc.src_ip, acc.dst_ip),
+        (LO, v6),
+        "an accept swaps the addresses"
+    );
+    let rej = Frame::reject(&req, me, RejectReason::NoListener);
+    let rej = Frame::decode(&rej.encode()).unwrap();
+    assert_eq!((rej.src_ip, rej.dst_ip), (WireIp::None, WireIp::None));
+    // Re-checksummed frames with bad address fields.
+    let recrc = |mut f: Frame, poke: &dyn Fn(&mut [u64; FRAME_WORDS])| {
+        f.seq = 1;
+        let mut w = f.encode();
+        poke(&mut w);
+        // Recompute the CRC the way a sender would.
+        let crc = crc32(&words_to_bytes(&w)[..FRAME_SIZE - 4]);
+        w[FRAME_WORDS - 1] = (w[FRAME_WORDS - 1] & 0xffff_ffff) | (u64::from(crc) << 32);
+        Frame::decode(&w)
+    };
+    assert_eq!(recrc(req, &|_| {}), Ok(Frame { seq: 1, ..req }));
+    assert_eq!(
+        recrc(req, &|w| w[3] = (w[3] & !(0xff << 48)) | (5 << 48)),
+        Err(FrameError::Malformed),
+        "unknown address family"
+    );
+    assert_eq!(
+        recrc(
+            Frame::connect_request(me, (LO, 1), (LO, 2, 0), QueueOffer::default()),
+            &|w| w[7] |= 1 << 40
+        ),
+        Err(FrameError::Malformed),
+        "an IPv4 address with non-zero padding"
+    );
+    assert_eq!(
+        recrc(req, &|w| w[3] &= !(0xff << 56)),
+        Err(FrameError::Malformed),
+        "a request without the address it dialled"
+    );
+    assert_eq!(
+        recrc(rej, &|w| w[3] |= 4 << 48),
+        Err(FrameError::Malformed),
+        "a reject carrying an address"
+    );
+    assert_eq!(
+        recrc(acc, &|w| w[11] = 7),
+        Err(FrameError::Malformed),
+        "a namespace outside a request"
+    );
+    assert_eq!(
+        recrc(req, &|w| w[12] = 1),
+        Err(FrameError::Malformed),
+        "non-zero reserved words"
+    );
+}
+
+/// CRC-32 (IEEE), bit by bit, as an independent reference.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
 
 #[test]
@@ -257,10 +356,11 @@ fn mailbox_hostile_ack_and_sequence() {
     ack.poke(0, 1000); // acks frames never sent
     assert_eq!(tx.send(&f), Err(MailboxError::BadAck));
     let mut rx = MailboxRx::new(&slots, 0, &ack, 0, geom).unwrap();
-    slots.poke(64 + 56, 5); // slot 1 claims seq 5 while 1 is expected... slot 1 is seq 1
+    // Slot 1's sequence word claims seq 5 while 1 is expected (seq 1 is in slot 1).
+    slots.poke(FRAME_SIZE + FRAME_SIZE - 8, 5);
     assert_eq!(rx.poll(), Err(MailboxError::SequenceJump));
     // A slot with the expected sequence but garbage is consumed and reported.
-    slots.poke(64 + 56, 1);
+    slots.poke(FRAME_SIZE + FRAME_SIZE - 8, 1);
     assert!(matches!(rx.poll(), Err(MailboxError::Frame(_))));
     assert_eq!(rx.poll(), Ok(None));
     assert!(MailboxGeometry::from_log2(9).is_err());
@@ -288,7 +388,7 @@ fn sequence_ageing_routes_stale_frames_away() {
         peer: Some(peer),
         awaiting_answer: false,
     };
-    let req = Frame::connect_request(me, 1000, 80, QueueOffer::default());
+    let req = Frame::connect_request(me, (LO, 1000), (LO, 80, 0), QueueOffer::default());
     assert_eq!(route(&req, None), Route::Listener);
 
     // The listener's answer to the current request.
@@ -305,8 +405,8 @@ fn sequence_ageing_routes_stale_frames_away() {
             slot: 4,
             generation: 9,
         },
-        1000,
-        80,
+        (LO, 1000),
+        (LO, 80, 0),
         QueueOffer::default(),
     );
     let old_acc = Frame::accept(&old_req, peer, QueueOffer::default());
@@ -330,8 +430,8 @@ fn sequence_ageing_routes_stale_frames_away() {
                 slot: 4,
                 generation: 11,
             },
-            1,
-            2,
+            (LO, 1),
+            (LO, 2, 0),
             QueueOffer::default(),
         ),
         peer,

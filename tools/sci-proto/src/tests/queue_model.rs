@@ -429,3 +429,24 @@ fn consumer_attach_checks_header() {
     assert_eq!(other(6, 5, 1), Err(ProtocolError::HeaderMismatch));
     assert_eq!(other(20, 5, 0), Err(ProtocolError::BadPlacement));
 }
+
+#[test]
+fn producer_side_header_check() {
+    let q = QueuePair::new(6, 5, 7, 16);
+    let params = |log2: u32, generation: u32, start: u64| queue::QueueParams {
+        geometry: crate::proto::ring::RingGeometry::from_log2(log2).unwrap(),
+        generation,
+        start,
+    };
+    let matches = |p| queue::rx_area_matches(&q.rx_seg, super::RX_BASE, p);
+    assert!(matches(params(6, 5, 7)));
+    assert!(!matches(params(6, 4, 7)), "a segment of another generation");
+    assert!(!matches(params(6, 5, 8)), "another start cursor");
+    assert!(!matches(params(7, 5, 7)), "another ring size");
+    assert!(!matches(params(30, 5, 7)), "an area that does not fit");
+    assert!(!queue::rx_area_matches(
+        &q.rx_seg,
+        super::RX_BASE + 8,
+        params(6, 5, 7)
+    ));
+}
