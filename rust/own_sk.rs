@@ -183,6 +183,31 @@ impl OwnSk {
 }
 
 impl OwnSk {
+    /// Polls `ready()` for up to `spin_us` microseconds before a caller sleeps (the
+    /// seed's poll-then-sleep): true as soon as it returns true, false when the time is
+    /// up, a signal is pending or the scheduler wants the CPU back.
+    pub(crate) fn spin(&self, spin_us: u32, mut ready: impl FnMut() -> bool) -> bool {
+        if spin_us == 0 {
+            return false;
+        }
+        // SAFETY: plain queries of the clock and the current task, and a CPU pause.
+        unsafe {
+            let end = bindings::sci_ktime_get_ns().saturating_add(u64::from(spin_us) * 1000);
+            loop {
+                if ready() {
+                    return true;
+                }
+                if bindings::sci_ktime_get_ns() >= end
+                    || bindings::sci_signal_pending()
+                    || bindings::sci_need_resched()
+                {
+                    return false;
+                }
+                bindings::sci_cpu_relax();
+            }
+        }
+    }
+
     /// `SO_LINGER` with a zero timeout is set: close aborts the connection.
     pub(crate) fn linger_zero(&self) -> bool {
         // SAFETY: live sk.
@@ -209,6 +234,17 @@ pub(crate) const CONNECT_TIMEOUT_MS: u32 = 5000;
 pub(crate) fn connect_timeout() -> c_long {
     // SAFETY: a pure conversion.
     unsafe { bindings::sci_msecs_to_jiffies(CONNECT_TIMEOUT_MS) }
+}
+
+/// Largest spin a socket may ask for (`SCI_SPIN_US`), in microseconds.
+pub(crate) const SPIN_US_MAX: u32 = 10_000;
+
+/// The `spin_us` module parameter: microseconds a blocking send or receive polls before
+/// it sleeps, for sockets that did not set `SCI_SPIN_US`.
+pub(crate) fn default_spin_us() -> u32 {
+    // SAFETY: reads a module parameter.
+    let v = unsafe { bindings::sci_spin_us_param() };
+    u32::try_from(v).unwrap_or(0).min(SPIN_US_MAX)
 }
 
 /// Whether the `sci_loopback` module parameter enables the SCI data path.

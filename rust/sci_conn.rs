@@ -231,7 +231,8 @@ impl Conn {
         fabric.notify(self.peer_node, peer_id.slot);
     }
 
-    /// `sendmsg`: copies from the message straight into the peer's ring.
+    /// `sendmsg`: copies from the message straight into the peer's ring. A blocking send
+    /// that finds the ring full polls for `spin_us` microseconds before it sleeps.
     pub(crate) fn send(
         &self,
         fabric: &dyn Fabric,
@@ -239,7 +240,7 @@ impl Conn {
         msg: Msg,
         len: usize,
         flags: c_int,
-        nonblock: bool,
+        (nonblock, spin_us): (bool, u32),
     ) -> Result<c_int> {
         let iter = msg_iter(msg);
         let nosignal = flags & bindings::MSG_NOSIGNAL as c_int != 0;
@@ -329,6 +330,9 @@ impl Conn {
                 return partial(sent, EAGAIN);
             }
             drop(g);
+            if own.spin(spin_us, || self.send_ready()) {
+                continue;
+            }
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
@@ -349,7 +353,36 @@ impl Conn {
         }
     }
 
-    /// `recvmsg`: copies out of this end's ring into the message.
+    /// Whether a blocking send would make progress now: ring space, or the connection
+    /// ended. Posts no wait request (the spinning phase of a wait).
+    fn send_ready(&self) -> bool {
+        let mut g = self.inner.lock();
+        let Inner { tx, rx, flags, .. } = &mut *g;
+        let Some(tx) = tx.as_mut() else {
+            return true;
+        };
+        *flags & SND_SHUT != 0
+            || tx.refresh().map_or(true, |free| free > 0)
+            || tx.peer().closed
+            || rx.as_mut().is_some_and(|rx| rx.peer().abort)
+    }
+
+    /// Whether a blocking receive would make progress now: data, end of stream or reset.
+    fn recv_ready(&self) -> bool {
+        let mut g = self.inner.lock();
+        let shut = g.flags & RCV_SHUT != 0;
+        let Some(rx) = g.rx.as_mut() else {
+            return true;
+        };
+        if shut || rx.refresh().map_or(true, |avail| avail > 0) {
+            return true;
+        }
+        let peer = rx.peer();
+        peer.done_writing || peer.abort
+    }
+
+    /// `recvmsg`: copies out of this end's ring into the message. A blocking receive that
+    /// finds the ring empty polls for `spin_us` microseconds before it sleeps.
     pub(crate) fn recv(
         &self,
         fabric: &dyn Fabric,
@@ -357,7 +390,7 @@ impl Conn {
         msg: Msg,
         len: usize,
         flags: c_int,
-        nonblock: bool,
+        (nonblock, spin_us): (bool, u32),
     ) -> Result<c_int> {
         let flags = flags as u32;
         if flags & bindings::MSG_OOB != 0 {
@@ -444,6 +477,9 @@ impl Conn {
                 return partial(copied, EAGAIN);
             }
             drop(g);
+            if own.spin(spin_us, || self.recv_ready()) {
+                continue;
+            }
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;

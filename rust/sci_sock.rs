@@ -26,7 +26,8 @@ use crate::node_map::{
     rules::{sockaddr_ip_port, Decision, FallbackReason, Ip, NodeId},
 };
 use crate::own_sk::{
-    connect_timeout, copy_optval, kernel_optval, sci_loopback_enabled, OwnSk, Wake,
+    connect_timeout, copy_optval, default_spin_us, kernel_optval, sci_loopback_enabled, OwnSk,
+    Wake, SPIN_US_MAX,
 };
 use crate::proto::frame::Frame;
 use crate::sci_conn::{Conn, Phase};
@@ -118,7 +119,12 @@ pub(crate) struct SciSock {
     fallback: AtomicU32,
     /// Id in the module's socket registry (0 until registered).
     registry_id: AtomicU64,
+    /// `SCI_SPIN_US`, or [`SPIN_DEFAULT`] to follow the module parameter.
+    spin_us: AtomicU32,
 }
+
+/// `SciSock::spin_us` when the socket follows the `spin_us` module parameter.
+const SPIN_DEFAULT: u32 = u32::MAX;
 
 /// What `accept()` found.
 pub(crate) enum Accepted {
@@ -147,6 +153,7 @@ impl SciSock {
             connecting: AtomicBool::new(false),
             fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
             registry_id: AtomicU64::new(0),
+            spin_us: AtomicU32::new(SPIN_DEFAULT),
         })
     }
 
@@ -165,6 +172,14 @@ impl SciSock {
         self.install(own, native, Some(&listener.hooks));
         own.stats().socket_created();
         self.fall_back(own, FallbackReason::PeerTcp);
+    }
+
+    /// How long a blocking send or receive polls before it sleeps (microseconds).
+    fn spin_us(&self) -> u32 {
+        match self.spin_us.load(Ordering::Relaxed) {
+            SPIN_DEFAULT => default_spin_us(),
+            v => v,
+        }
     }
 
     /// Records the id the socket registry gave this socket.
@@ -466,7 +481,7 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             let flags = msg_flags(msg) as c_int;
             let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-            return conn.send(plane.fabric(), own, msg, len, flags, nonblock);
+            return conn.send(plane.fabric(), own, msg, len, flags, (nonblock, self.spin_us()));
         }
         let native = self.native();
         self.sync_error(own, &native);
@@ -482,7 +497,7 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
                 let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-                return conn.recv(plane.fabric(), own, msg, len, flags, nonblock);
+                return conn.recv(plane.fabric(), own, msg, len, flags, (nonblock, self.spin_us()));
             }
         }
         let native = self.native();

@@ -26,6 +26,30 @@ bool sci_loopback_param(void)
 	return READ_ONCE(sci_loopback);
 }
 
+static int spin_us;
+module_param(spin_us, int, 0644);
+MODULE_PARM_DESC(spin_us, "Microseconds a blocking send/receive on the SCI data path polls before sleeping (default 0; per socket: SCI_SPIN_US)");
+
+int sci_spin_us_param(void)
+{
+	return READ_ONCE(spin_us);
+}
+
+void sci_cpu_relax(void)
+{
+	cpu_relax();
+}
+
+bool sci_need_resched(void)
+{
+	return need_resched();
+}
+
+u64 sci_ktime_get_ns(void)
+{
+	return ktime_get_ns();
+}
+
 u64 sci_net_cookie(const struct net *net)
 {
 	return net->net_cookie;

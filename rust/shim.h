@@ -32,6 +32,11 @@
 int sci_family_param(void);
 /* Module parameter "sci_loopback" (default on): the SCI data path over loopback. */
 bool sci_loopback_param(void);
+/* Module parameter "spin_us" (default 0), and what spinning needs. */
+int sci_spin_us_param(void);
+void sci_cpu_relax(void);
+bool sci_need_resched(void);
+u64 sci_ktime_get_ns(void);
 /* A network namespace's cookie, and whether it is the initial namespace. */
 u64 sci_net_cookie(const struct net *net);
 bool sci_net_is_init(const struct net *net);

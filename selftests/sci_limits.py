@@ -12,6 +12,10 @@
       connections fall back to TCP with reason no-memory and still carry bytes; once
       SCI connections are closed, new connections take the SCI path again.
 
+  sci_limits.py spin
+      The SCI_SPIN_US socket option and the spin_us module parameter: values, limits,
+      errors, and ping-pong plus a checksummed stream with waits that spin first.
+
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
 """
@@ -25,7 +29,8 @@ import sys
 import threading
 import time
 
-SOL_SCI, SCI_INFO = 300, 1
+SOL_SCI, SCI_INFO, SCI_SPIN_US = 300, 1, 3
+SPIN_PARAM = "/sys/module/af_sci/parameters/spin_us"
 MODE_SCI = 1
 REASONS = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
            4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
@@ -160,11 +165,83 @@ def exhaustion():
     expect(info(cli)[0] == MODE_SCI, "after some SCI connections closed, a new one takes the SCI path again")
 
 
+def spin():
+    def get(s):
+        return struct.unpack("i", s.getsockopt(SOL_SCI, SCI_SPIN_US, 4))[0]
+
+    def set_param(v):
+        with open(SPIN_PARAM, "w") as f:
+            f.write(str(v))
+
+    srv = listener()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI, "the connection is SCI")
+    set_param(0)
+    expect(get(cli) == 0, "a new socket follows the module parameter (0)")
+    set_param(7)
+    expect(get(cli) == 7, "... and its changes (7)")
+    cli.setsockopt(SOL_SCI, SCI_SPIN_US, 50)
+    set_param(9)
+    expect(get(cli) == 50, "SCI_SPIN_US 50 sticks, whatever the parameter says")
+    cli.setsockopt(SOL_SCI, SCI_SPIN_US, -1)
+    expect(get(cli) == 9, "SCI_SPIN_US -1 follows the parameter again")
+    for bad in (-2, 10001):
+        try:
+            cli.setsockopt(SOL_SCI, SCI_SPIN_US, bad)
+            sys.exit(f"FAIL: SCI_SPIN_US {bad} accepted")
+        except OSError as e:
+            expect(e.errno == 22, f"SCI_SPIN_US {bad}: EINVAL")
+    try:
+        cli.setsockopt(SOL_SCI, SCI_SPIN_US, b"\x01")
+        sys.exit("FAIL: a 1-byte SCI_SPIN_US accepted")
+    except OSError as e:
+        expect(e.errno == 22, "a short SCI_SPIN_US: EINVAL")
+    # Waits that spin first: ping-pong, and a stream through a full ring, both checked.
+    set_param(0)
+    for s in (cli, acc):
+        s.setsockopt(SOL_SCI, SCI_SPIN_US, 200)
+    for i in range(2000):
+        msg = i.to_bytes(4, "little") * 4
+        cli.sendall(msg)
+        if acc.recv(16, socket.MSG_WAITALL) != msg:
+            sys.exit(f"FAIL: ping {i} came back different")
+        acc.sendall(msg)
+        if cli.recv(16, socket.MSG_WAITALL) != msg:
+            sys.exit(f"FAIL: pong {i} came back different")
+    print("ok: 2000 ping-pongs with spinning waits")
+    total = 8 * RING
+    block = hashlib.sha256(b"spin").digest() * 2048
+    sent = hashlib.sha256()
+
+    def writer():
+        left = total
+        while left:
+            chunk = block[: min(len(block), left)]
+            cli.sendall(chunk)
+            sent.update(chunk)
+            left -= len(chunk)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    got, n = hashlib.sha256(), 0
+    while n < total:
+        data = acc.recv(1 << 16)
+        if not data:
+            break
+        got.update(data)
+        n += len(data)
+    t.join()
+    expect(n == total and got.hexdigest() == sent.hexdigest(), "a stream through a full ring with spinning waits, intact")
+    set_param(0)
+
+
 def main():
     if sys.argv[1:2] == ["backpressure"] and len(sys.argv) == 3:
         backpressure(sys.argv[2])
     elif sys.argv[1:] == ["exhaustion"]:
         exhaustion()
+    elif sys.argv[1:] == ["spin"]:
+        spin()
     else:
         sys.exit(__doc__)
 

@@ -3,7 +3,8 @@
 //! Socket options of an `AF_SCI` socket: `SOL_SOCKET` goes to the native socket and is
 //! mirrored into ours (where the socket layer reads it back), the other levels go to the
 //! native socket and are recorded until the family is settled (so a switch to
-//! `AF_INET6` can replay them), and `SOL_SCI` is ours (`SCI_INFO`, `SCI_NATIVE_FAMILY`).
+//! `AF_INET6` can replay them), and `SOL_SCI` is ours (`SCI_INFO`, `SCI_NATIVE_FAMILY`,
+//! `SCI_SPIN_US`).
 
 use super::*;
 
@@ -39,9 +40,12 @@ impl SciSock {
         Ok(())
     }
 
-    /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed.
+    /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed,
+    /// `SCI_SPIN_US` at any time.
     fn set_sci_option(&self, own: &OwnSk, optname: c_int, val: OptVal, len: c_uint) -> Result {
-        if optname != bindings::SCI_NATIVE_FAMILY as c_int {
+        if optname != bindings::SCI_NATIVE_FAMILY as c_int
+            && optname != bindings::SCI_SPIN_US as c_int
+        {
             return Err(errno(bindings::ENOPROTOOPT));
         }
         if (len as usize) < core::mem::size_of::<c_int>() {
@@ -49,7 +53,17 @@ impl SciSock {
         }
         let mut bytes = [0u8; core::mem::size_of::<c_int>()];
         copy_optval(&mut bytes, val)?;
-        let family = c_int::from_ne_bytes(bytes);
+        let value = c_int::from_ne_bytes(bytes);
+        if optname == bindings::SCI_SPIN_US as c_int {
+            let spin = match value {
+                -1 => SPIN_DEFAULT,
+                v if (0..=SPIN_US_MAX as c_int).contains(&v) => v as u32,
+                _ => return Err(EINVAL),
+            };
+            self.spin_us.store(spin, Ordering::Relaxed);
+            return Ok(());
+        }
+        let family = value;
         if family != bindings::AF_INET as c_int && family != bindings::AF_INET6 as c_int {
             return Err(errno(bindings::EAFNOSUPPORT));
         }
@@ -110,6 +124,7 @@ impl SciSock {
             return Ok(());
         }
         let native_family;
+        let spin;
         let info;
         let value: &[u8] = match optname as u32 {
             bindings::SCI_INFO => {
@@ -119,6 +134,10 @@ impl SciSock {
             bindings::SCI_NATIVE_FAMILY => {
                 native_family = self.native().family().to_ne_bytes();
                 &native_family
+            }
+            bindings::SCI_SPIN_US => {
+                spin = (self.spin_us() as c_int).to_ne_bytes();
+                &spin
             }
             _ => return Err(errno(bindings::ENOPROTOOPT)),
         };

@@ -35,6 +35,13 @@
  */
 #define SCI_NATIVE_FAMILY	2
 
+/*
+ * SCI_SPIN_US (int): how long a blocking send or receive on the SCI data path polls its
+ * queue before it sleeps, in microseconds (0: sleep at once; at most 10000).  A new
+ * socket takes the module parameter spin_us; -1 goes back to following it.
+ */
+#define SCI_SPIN_US		3
+
 /* How a socket carries its bytes (sci_info.mode). */
 enum sci_mode {
 	SCI_MODE_NATIVE	= 0,	/* over its own native TCP socket (fallback) */
