@@ -1,0 +1,248 @@
+//! The server: accepts clients, hands out ids, the shared memory and the
+//! eventfds, and announces arrivals and departures, in the order of QEMU's
+//! contrib/ivshmem-server (see `add`).
+//!
+//! Single-threaded: one poll() over the signal descriptor, the listening
+//! socket and the clients.  Clients never send anything, so any input or
+//! hang-up on a client socket is its disconnection.
+
+use crate::listener::Listener;
+use crate::peer::Peer;
+use crate::protocol::{self, SHM, VERSION};
+use crate::shm::SharedMemory;
+use crate::signals;
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+
+pub struct Server {
+    pub listener: Listener,
+    pub shm: SharedMemory,
+    pub vectors: u16,
+    pub max_peers: u32,
+    pub verbose: bool,
+    peers: BTreeMap<u16, Peer>,
+}
+
+/// The lowest id no peer holds.  Unlike QEMU's server, which goes on counting
+/// up, a restarted guest gets back the id it had, so a test that kills and
+/// restarts a peer sees the same ids every time.
+fn lowest_free_id<V>(peers: &BTreeMap<u16, V>) -> Option<u16> {
+    let mut want: u32 = 0;
+    for &id in peers.keys() {
+        if u32::from(id) != want {
+            break;
+        }
+        want += 1;
+    }
+    u16::try_from(want).ok()
+}
+
+impl Server {
+    pub fn new(
+        listener: Listener,
+        shm: SharedMemory,
+        vectors: u16,
+        max_peers: u32,
+        verbose: bool,
+    ) -> Self {
+        Server {
+            listener,
+            shm,
+            vectors,
+            max_peers,
+            verbose,
+            peers: BTreeMap::new(),
+        }
+    }
+
+    fn log(&self, msg: std::fmt::Arguments<'_>) {
+        if self.verbose {
+            eprintln!("ivshmem-server: {msg}");
+        }
+    }
+
+    /// Serves until a termination signal arrives; then says goodbye to the
+    /// clients (disconnect notifications, as QEMU's server does on exit).
+    pub fn run(&mut self, stop: &OwnedFd) -> io::Result<()> {
+        loop {
+            let mut fds = vec![
+                pollfd(stop.as_raw_fd()),
+                pollfd(self.listener.socket.as_raw_fd()),
+            ];
+            let ids: Vec<u16> = self.peers.keys().copied().collect();
+            fds.extend(self.peers.values().map(|p| pollfd(p.stream.as_raw_fd())));
+            // SAFETY: `fds` is a live array of fds.len() pollfd structures.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            if fds[0].revents != 0 {
+                let sig = signals::read(stop)?;
+                self.log(format_args!("signal {sig}, shutting down"));
+                break;
+            }
+            // Departures first, so that their ids are free for newcomers.
+            for (id, fd) in ids.iter().zip(&fds[2..]) {
+                if fd.revents != 0 {
+                    self.remove(*id);
+                }
+            }
+            if fds[1].revents != 0 {
+                self.accept()?;
+            }
+        }
+        let ids: Vec<u16> = self.peers.keys().copied().collect();
+        for id in ids {
+            self.remove(id);
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self) -> io::Result<()> {
+        loop {
+            let stream = match self.listener.socket.accept() {
+                Ok((s, _)) => s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNABORTED | libc::EINTR)) => {
+                    continue
+                }
+                // Out of descriptors or memory: refuse this one, keep serving.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM | libc::ENOBUFS)
+                    ) =>
+                {
+                    eprintln!("ivshmem-server: cannot accept a client: {e}");
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            };
+            if self.peers.len() >= self.max_peers as usize {
+                eprintln!(
+                    "ivshmem-server: refusing a client: {} peers already (--max-peers)",
+                    self.peers.len()
+                );
+                continue;
+            }
+            let Some(id) = lowest_free_id(&self.peers) else {
+                eprintln!("ivshmem-server: refusing a client: no free peer id");
+                continue;
+            };
+            if let Err(e) = self.add(id, stream) {
+                eprintln!("ivshmem-server: peer {id}: {e}");
+            }
+        }
+    }
+
+    /// The connect sequence of docs/specs/ivshmem-spec.rst:
+    /// 1-3: version, the new peer's id, -1 with the shared memory;
+    /// then every existing peer learns the new id with its eventfds (one
+    /// message per vector), the new peer learns every existing peer's id
+    /// with theirs, and last the new peer gets its own id with its own
+    /// eventfds ("interrupt setup").
+    fn add(&mut self, id: u16, stream: UnixStream) -> io::Result<()> {
+        let peer = Peer::new(id, stream, self.vectors)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot create eventfds: {e}")))?;
+        protocol::send(&peer.stream, VERSION, None)?;
+        protocol::send(&peer.stream, id.into(), None)?;
+        protocol::send(&peer.stream, SHM, Some(self.shm.fd()))?;
+
+        let mut broken = Vec::new();
+        for other in self.peers.values() {
+            for fd in &peer.vectors {
+                if protocol::send(&other.stream, id.into(), Some(fd.as_fd())).is_err() {
+                    broken.push(other.id);
+                    break;
+                }
+            }
+        }
+        let mut result = Ok(());
+        'others: for other in self.peers.values() {
+            for fd in &other.vectors {
+                result = protocol::send(&peer.stream, other.id.into(), Some(fd.as_fd()));
+                if result.is_err() {
+                    break 'others;
+                }
+            }
+        }
+        if result.is_ok() {
+            for fd in &peer.vectors {
+                result = protocol::send(&peer.stream, id.into(), Some(fd.as_fd()));
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        // In the table before any removal, so that a failed newcomer's
+        // departure is announced to those who were told of its arrival.
+        self.peers.insert(id, peer);
+        self.log(format_args!(
+            "peer {id} connected ({} peers)",
+            self.peers.len()
+        ));
+        for other in broken {
+            self.log(format_args!("peer {other} does not take messages"));
+            self.remove(other);
+        }
+        if result.is_err() {
+            self.remove(id);
+        }
+        result
+    }
+
+    /// Drops a peer and tells the others (its id without a descriptor).
+    /// A peer that cannot be told is dropped in turn.
+    fn remove(&mut self, id: u16) {
+        let mut gone = vec![id];
+        while let Some(id) = gone.pop() {
+            let Some(peer) = self.peers.remove(&id) else {
+                continue;
+            };
+            drop(peer);
+            self.log(format_args!(
+                "peer {id} disconnected ({} peers)",
+                self.peers.len()
+            ));
+            for other in self.peers.values() {
+                if protocol::send(&other.stream, id.into(), None).is_err() {
+                    gone.push(other.id);
+                }
+            }
+        }
+    }
+}
+
+fn pollfd(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lowest_free_id;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn ids_fill_the_lowest_gap() {
+        let mut m = BTreeMap::new();
+        assert_eq!(lowest_free_id(&m), Some(0));
+        m.extend([(0, ()), (1, ()), (3, ())]);
+        assert_eq!(lowest_free_id(&m), Some(2));
+        m.insert(2, ());
+        assert_eq!(lowest_free_id(&m), Some(4));
+        m.remove(&0);
+        assert_eq!(lowest_free_id(&m), Some(0));
+        let full: BTreeMap<u16, ()> = (0..=u16::MAX).map(|i| (i, ())).collect();
+        assert_eq!(lowest_free_id(&full), None);
+    }
+}
