@@ -23,20 +23,20 @@ pub struct Server {
     pub max_peers: u32,
     pub verbose: bool,
     peers: BTreeMap<u16, Peer>,
+    /// Where the search for the next id starts: after the last one given.
+    next_id: u16,
 }
 
-/// The lowest id no peer holds.  Unlike QEMU's server, which goes on counting
-/// up, a restarted guest gets back the id it had, so a test that kills and
-/// restarts a peer sees the same ids every time.
-fn lowest_free_id<V>(peers: &BTreeMap<u16, V>) -> Option<u16> {
-    let mut want: u32 = 0;
-    for &id in peers.keys() {
-        if u32::from(id) != want {
-            break;
-        }
-        want += 1;
-    }
-    u16::try_from(want).ok()
+/// The first id from `next` on (wrapping at 65536) that no peer holds, as in
+/// QEMU's contrib server.  Ids of departed peers are not handed out again
+/// soon on purpose: QEMU's ivshmem device (7.2 and later) frees a departed
+/// peer's eventfd array without forgetting it, so a newcomer with that id
+/// makes every other QEMU write freed memory and abort ("malloc(): unaligned
+/// tcache chunk detected" when a restarted guest got its old id back).
+fn next_free_id<V>(peers: &BTreeMap<u16, V>, next: u16) -> Option<u16> {
+    (0..=u16::MAX)
+        .map(|i| next.wrapping_add(i))
+        .find(|id| !peers.contains_key(id))
 }
 
 impl Server {
@@ -54,6 +54,7 @@ impl Server {
             max_peers,
             verbose,
             peers: BTreeMap::new(),
+            next_id: 0,
         }
     }
 
@@ -131,10 +132,11 @@ impl Server {
                 );
                 continue;
             }
-            let Some(id) = lowest_free_id(&self.peers) else {
+            let Some(id) = next_free_id(&self.peers, self.next_id) else {
                 eprintln!("ivshmem-server: refusing a client: no free peer id");
                 continue;
             };
+            self.next_id = id.wrapping_add(1);
             if let Err(e) = self.add(id, stream) {
                 eprintln!("ivshmem-server: peer {id}: {e}");
             }
@@ -229,20 +231,25 @@ fn pollfd(fd: i32) -> libc::pollfd {
 
 #[cfg(test)]
 mod tests {
-    use super::lowest_free_id;
+    use super::next_free_id;
     use std::collections::BTreeMap;
 
     #[test]
-    fn ids_fill_the_lowest_gap() {
+    fn ids_count_up_skip_those_in_use_and_wrap() {
         let mut m = BTreeMap::new();
-        assert_eq!(lowest_free_id(&m), Some(0));
+        assert_eq!(next_free_id(&m, 0), Some(0));
         m.extend([(0, ()), (1, ()), (3, ())]);
-        assert_eq!(lowest_free_id(&m), Some(2));
-        m.insert(2, ());
-        assert_eq!(lowest_free_id(&m), Some(4));
-        m.remove(&0);
-        assert_eq!(lowest_free_id(&m), Some(0));
+        assert_eq!(next_free_id(&m, 2), Some(2));
+        assert_eq!(next_free_id(&m, 3), Some(4));
+        m.remove(&1);
+        assert_eq!(
+            next_free_id(&m, 4),
+            Some(4),
+            "a departed peer's id is not reused first"
+        );
+        m.insert(u16::MAX, ());
+        assert_eq!(next_free_id(&m, u16::MAX), Some(1), "wraps past 65535");
         let full: BTreeMap<u16, ()> = (0..=u16::MAX).map(|i| (i, ())).collect();
-        assert_eq!(lowest_free_id(&full), None);
+        assert_eq!(next_free_id(&full, 7), None);
     }
 }

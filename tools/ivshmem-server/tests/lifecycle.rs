@@ -85,7 +85,8 @@ fn a_live_socket_is_not_taken_over() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in use by a running server"), "stderr: {err}");
     assert!(!other_shm.exists(), "a refused start created its memory");
-    // The first server still works.
+    // The first server still works, and the check did not show up there as
+    // a peer (which would have taken id 0).
     let mut a = first.connect();
     assert_eq!(a.expect_greeting().0, 0);
 }

@@ -101,7 +101,7 @@ fn every_client_maps_the_same_memory() {
 }
 
 #[test]
-fn departures_are_announced_and_the_lowest_id_is_reused() {
+fn departures_are_announced_and_ids_are_not_reused_at_once() {
     let dir = TempDir::new();
     let server = Server::start(&dir, &["--vectors", "1"]);
     let mut c0 = server.connect();
@@ -126,22 +126,25 @@ fn departures_are_announced_and_the_lowest_id_is_reused() {
     c2.expect_plain(1);
     c0.expect_silence();
 
-    // A newcomer gets id 1 back (QEMU's server would hand out 3), and the
-    // remaining peers' vectors in id order.
-    let mut c1 = server.connect();
-    assert_eq!(c1.expect_greeting().0, 1);
-    c1.expect_vectors(0, 1);
-    c1.expect_vectors(2, 1);
-    c1.expect_vectors(1, 1);
-    c1.expect_silence();
-    c0.expect_vectors(1, 1);
-    c2.expect_vectors(1, 1);
+    // A newcomer gets the next id, 3, not the departed 1 (QEMU's device
+    // mishandles a reused id), and the remaining peers' vectors in id order.
+    let mut c3 = server.connect();
+    assert_eq!(c3.expect_greeting().0, 3);
+    c3.expect_vectors(0, 1);
+    c3.expect_vectors(2, 1);
+    c3.expect_vectors(3, 1);
+    c3.expect_silence();
+    c0.expect_vectors(3, 1);
+    c2.expect_vectors(3, 1);
 
     drop(c0);
-    c1.expect_plain(0);
     c2.expect_plain(0);
-    let mut c0 = server.connect();
-    assert_eq!(c0.expect_greeting().0, 0);
+    c3.expect_plain(0);
+    let mut c4 = server.connect();
+    assert_eq!(c4.expect_greeting().0, 4);
+    c4.expect_vectors(2, 1);
+    c4.expect_vectors(3, 1);
+    c4.expect_vectors(4, 1);
 }
 
 #[test]
@@ -162,10 +165,10 @@ fn a_restarted_peer_gets_working_doorbells() {
     a.expect_plain(1);
 
     let mut b = server.connect();
-    assert_eq!(b.expect_greeting().0, 1);
+    assert_eq!(b.expect_greeting().0, 2);
     b.expect_vectors(0, 1);
-    let b_own = b.expect_vectors(1, 1);
-    let a_to_b = a.expect_vectors(1, 1);
+    let b_own = b.expect_vectors(2, 1);
+    let a_to_b = a.expect_vectors(2, 1);
     ring(&old_a_to_b[0]);
     assert_eq!(
         take(&b_own[0], Duration::from_millis(200)),
@@ -194,5 +197,5 @@ fn clients_beyond_max_peers_are_refused() {
     drop(b);
     a.expect_plain(1);
     let mut c = server.connect();
-    assert_eq!(c.expect_greeting().0, 1);
+    assert_eq!(c.expect_greeting().0, 2);
 }
