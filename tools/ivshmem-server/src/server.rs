@@ -17,11 +17,11 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 pub struct Server {
-    pub listener: Listener,
-    pub shm: SharedMemory,
-    pub vectors: u16,
-    pub max_peers: u32,
-    pub verbose: bool,
+    listener: Listener,
+    shm: SharedMemory,
+    vectors: u16,
+    max_peers: u32,
+    verbose: bool,
     peers: BTreeMap<u16, Peer>,
     /// Where the search for the next id starts: after the last one given.
     next_id: u16,
@@ -88,7 +88,8 @@ impl Server {
                 self.log(format_args!("signal {sig}, shutting down"));
                 break;
             }
-            // Departures first, so that their ids are free for newcomers.
+            // Departures first, so that their places count as free for newcomers
+            // (--max-peers).
             for (id, fd) in ids.iter().zip(&fds[2..]) {
                 if fd.revents != 0 {
                     self.remove(*id);
