@@ -1,0 +1,58 @@
+"""What the pair tests' guest scripts share: TAP output, and the patterns each guest writes
+into its own half of the shared memory for the other to read back."""
+
+import random
+import sys
+
+
+class Tap:
+    """TAP lines named after the guest, with the plan last, so that a crash shows as a
+    missing plan."""
+
+    def __init__(self, name):
+        self.name = name
+        self.n = 0
+        self.failed = 0
+
+    def check(self, good, what):
+        self.n += 1
+        self.failed += not good
+        print(f"{'ok' if good else 'not ok'} {self.n} - {self.name}: {what}", flush=True)
+        return good
+
+    def note(self, text):
+        print(f"# {self.name}: {text}", flush=True)
+
+    def done(self):
+        print(f"1..{self.n}", flush=True)
+        sys.exit(1 if self.failed else 0)
+
+    def run(self, main):
+        """Runs main(); an exception is a failed check (and the plan goes missing)."""
+        try:
+            main()
+        except Exception as e:
+            self.check(False, f"{type(e).__name__}: {e}")
+            sys.exit(1)
+        self.done()
+
+
+def half(size, owner):
+    """The half of a `size`-byte region that guest `owner` ("a" or "b") writes."""
+    return (0 if owner == "a" else size // 2), size // 2
+
+
+def blocks(size, owner):
+    """A block at the start of the owner's half and a page at its end."""
+    base, length = half(size, owner)
+    return [(base, min(65536, length // 2)), (base + length - 4096, 4096)]
+
+
+def write_pattern(mem, owner, seed):
+    for i, (off, n) in enumerate(blocks(len(mem), owner)):
+        mem[off:off + n] = random.Random(seed + i).randbytes(n)
+
+
+def pattern_ok(mem, owner, seed):
+    return all(mem[off:off + n] == random.Random(seed + i).randbytes(n)
+               for i, (off, n) in enumerate(blocks(len(mem), owner)))
