@@ -301,9 +301,6 @@ impl SciSock {
         let Some(p) = pending.take() else {
             return true;
         };
-        // From here on the socket reports its own state again (poll, send, recv): the
-        // SCI connection, or the native connect started below.
-        self.connecting.store(false, Ordering::Release);
         match self.settle(own, p.conn) {
             Ok(()) => {
                 // The next connect() returns 0, as after TCP's handshake.
@@ -326,6 +323,10 @@ impl SciSock {
                 }
             }
         }
+        // Only now does the socket report its own state again (poll, send, recv): the SCI
+        // connection, or the native connect started above. Before, poll would have seen
+        // a closed, unconnected native socket (or the fallback's error half-reported).
+        self.connecting.store(false, Ordering::Release);
         drop(pending);
         own.wake(Wake::State);
         own.wake(Wake::Writable);
