@@ -481,7 +481,14 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             let flags = msg_flags(msg) as c_int;
             let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-            return conn.send(plane.fabric(), own, msg, len, flags, (nonblock, self.spin_us()));
+            return conn.send(
+                plane.fabric(),
+                own,
+                msg,
+                len,
+                flags,
+                (nonblock, self.spin_us()),
+            );
         }
         let native = self.native();
         self.sync_error(own, &native);
@@ -497,7 +504,14 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
                 let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-                return conn.recv(plane.fabric(), own, msg, len, flags, (nonblock, self.spin_us()));
+                return conn.recv(
+                    plane.fabric(),
+                    own,
+                    msg,
+                    len,
+                    flags,
+                    (nonblock, self.spin_us()),
+                );
             }
         }
         let native = self.native();
