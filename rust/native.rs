@@ -531,17 +531,6 @@ impl Native {
         count_result(unsafe { f(self.0.as_ptr(), addr, peer) })
     }
 
-    /// `getsockname`/`getpeername` into `buf`: the address length.
-    pub(crate) fn getname_bytes(&self, buf: &mut [u8; 28], peer: bool) -> Result<usize> {
-        let mut storage = core::mem::MaybeUninit::<bindings::__kernel_sockaddr_storage>::zeroed();
-        let len = self.getname(storage.as_mut_ptr().cast(), c_int::from(peer))? as usize;
-        let len = len.min(buf.len());
-        // SAFETY: `getname` wrote `len` (<= the storage size) bytes of the zeroed storage.
-        let bytes = unsafe { core::slice::from_raw_parts(storage.as_ptr().cast::<u8>(), len) };
-        buf[..len].copy_from_slice(bytes);
-        Ok(len)
-    }
-
     /// `accept` that never sleeps (`EAGAIN` when no connection is queued).
     pub(crate) fn accept_nonblock(&self, arg: *mut bindings::proto_accept_arg) -> Result<Self> {
         // SAFETY: `arg` is the socket layer's live accept argument; a copy is used so

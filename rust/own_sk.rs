@@ -12,6 +12,7 @@ use core::ffi::{c_int, c_long, c_uint};
 use core::ptr::{self, NonNull};
 use kernel::error::{to_result, Result};
 use kernel::prelude::*;
+use kernel::time::Ktime;
 
 /// A safe view of an `AF_SCI` socket's own `struct sock`.
 pub(crate) struct OwnSk(pub(crate) NonNull<bindings::sock>);
@@ -190,21 +191,20 @@ impl OwnSk {
         if spin_us == 0 {
             return false;
         }
-        // SAFETY: plain queries of the clock and the current task, and a CPU pause.
-        unsafe {
-            let end = bindings::sci_ktime_get_ns().saturating_add(u64::from(spin_us) * 1000);
-            loop {
-                if ready() {
-                    return true;
-                }
-                if bindings::sci_ktime_get_ns() >= end
-                    || bindings::sci_signal_pending()
-                    || bindings::sci_need_resched()
-                {
-                    return false;
-                }
-                bindings::sci_cpu_relax();
+        let end = Ktime::ktime_get()
+            .to_ns()
+            .saturating_add(i64::from(spin_us) * 1000);
+        loop {
+            if ready() {
+                return true;
             }
+            // SAFETY: plain queries of the current task.
+            let stop = unsafe { bindings::sci_signal_pending() || bindings::sci_need_resched() };
+            if stop || Ktime::ktime_get().to_ns() >= end {
+                return false;
+            }
+            // SAFETY: a CPU pause.
+            unsafe { bindings::sci_cpu_relax() };
         }
     }
 

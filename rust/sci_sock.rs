@@ -23,7 +23,7 @@ use crate::global;
 use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
 use crate::node_map::{
     self,
-    rules::{sockaddr_ip_port, Decision, FallbackReason, Ip, NodeId},
+    rules::{Decision, FallbackReason, Ip, NodeId},
 };
 use crate::own_sk::{
     connect_timeout, copy_optval, default_spin_us, kernel_optval, sci_loopback_enabled, OwnSk,
@@ -346,7 +346,7 @@ impl SciSock {
         if sci_loopback_enabled() && self.listen_queue.lock().is_none() {
             // Reachable over SCI too at the address it is bound to; if that address is
             // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
-            if let (Some(addr), Some(plane)) = (self.listen_addr(own, &native)?, global::plane()) {
+            if let (Some(addr), Some(plane)) = (self.listen_addr(own, &native), global::plane()) {
                 let queue = ListenQueue::new(addr, own.wake_token())?;
                 if plane.listen(queue.clone()).is_ok() {
                     *self.listen_queue.lock() = Some(queue);
@@ -358,24 +358,20 @@ impl SciSock {
 
     /// What a listening native socket is bound to, as SCI requests are matched; `None`
     /// for an address the SCI path does not serve (link-local IPv6).
-    fn listen_addr(&self, own: &OwnSk, native: &Native) -> Result<Option<ListenAddr>> {
-        let mut name = [0u8; 28];
-        let len = native.getname_bytes(&mut name, false)?;
-        let Some((ip, port)) = Addr::from_bytes(&name[..len]).ip_port() else {
-            return Ok(None);
-        };
+    fn listen_addr(&self, own: &OwnSk, native: &Native) -> Option<ListenAddr> {
+        let (ip, port) = native.addrs().local;
         if is_link_local(ip) {
-            return Ok(None);
+            return None;
         }
         let (namespace, init_ns) = own.namespace();
-        Ok(Some(ListenAddr {
+        Some(ListenAddr {
             ip: (!ip.is_unspecified()).then(|| ip.canonical()),
             port,
             v6: native.family() == bindings::AF_INET6 as c_int,
             v6only: native.v6only(),
             namespace,
             init_ns,
-        }))
+        })
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
@@ -581,8 +577,8 @@ impl SciSock {
             node: None,
         };
         if let Some(conn) = self.conn() {
-            info.local = sockaddr_ip_port(conn.local.as_bytes()).or(info.local);
-            info.peer = sockaddr_ip_port(conn.peer.as_bytes());
+            info.local = conn.local.ip_port().or(info.local);
+            info.peer = conn.peer.ip_port();
             info.mode = bindings::sci_mode_SCI_MODE_SCI;
             info.fallback = FallbackReason::None;
             info.state = bindings::TCP_ESTABLISHED as u8;

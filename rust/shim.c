@@ -45,11 +45,6 @@ bool sci_need_resched(void)
 	return need_resched();
 }
 
-u64 sci_ktime_get_ns(void)
-{
-	return ktime_get_ns();
-}
-
 u64 sci_net_cookie(const struct net *net)
 {
 	return net->net_cookie;

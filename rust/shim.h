@@ -36,7 +36,6 @@ bool sci_loopback_param(void);
 int sci_spin_us_param(void);
 void sci_cpu_relax(void);
 bool sci_need_resched(void);
-u64 sci_ktime_get_ns(void);
 /* A network namespace's cookie, and whether it is the initial namespace. */
 u64 sci_net_cookie(const struct net *net);
 bool sci_net_is_init(const struct net *net);

@@ -159,24 +159,19 @@ impl SciSock {
         let no_fabric = |_| FallbackReason::NoFabric;
         let plane = global::plane().ok_or(FallbackReason::NoFabric)?;
         let v6 = native.family() == bindings::AF_INET6 as c_int;
-        let mut name = [0u8; 28];
-        let len = native.getname_bytes(&mut name, false).map_err(no_fabric)?;
-        let (local_ip, src_port) = match Addr::from_bytes(&name[..len]).ip_port() {
-            Some((_, 0)) | None => {
+        let (local_ip, src_port) = match native.addrs().local {
+            (_, 0) => {
                 let mut source = Addr::inet(dest, 0, v6);
                 let src = source.as_mut_bytes();
                 native
                     .bind(SockAddr::new(src.as_mut_ptr().cast(), src.len() as c_int))
                     .map_err(no_fabric)?;
-                let len = native.getname_bytes(&mut name, false).map_err(no_fabric)?;
-                Addr::from_bytes(&name[..len])
-                    .ip_port()
-                    .ok_or(FallbackReason::NoFabric)?
+                native.addrs().local
             }
             // Bound to the wildcard address by the program: TCP's source address for a
             // destination on this node is the destination.
-            Some((ip, port)) if ip.is_unspecified() => (dest, port),
-            Some(bound) => bound,
+            (ip, port) if ip.is_unspecified() => (dest, port),
+            bound => bound,
         };
         let (namespace, _) = own.namespace();
         let conn = plane
