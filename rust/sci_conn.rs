@@ -245,6 +245,22 @@ impl Conn {
         self.wake(Wake::State);
     }
 
+    /// The peer's node went down (the fabric stopped hearing from it): the connection
+    /// is reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect
+    /// still waiting for its answer falls back to TCP.
+    pub(crate) fn peer_lost(&self) {
+        let mut g = self.inner.lock();
+        if g.phase == Phase::Connecting {
+            g.phase = Phase::Refused;
+        }
+        if let Some(rx) = g.rx.as_mut() {
+            rx.latch_peer_abort();
+        }
+        drop(g);
+        self.wake(Wake::State);
+        self.doorbell();
+    }
+
     /// Sets (or, with 0, clears) the socket that this connection wakes.
     pub(crate) fn set_owner(&self, sk: usize) {
         *self.owner.lock() = sk;
