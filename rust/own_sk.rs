@@ -246,6 +246,13 @@ pub(crate) struct FabricParams {
     pub(crate) nodes: u32,
     /// `ivshmem_timeout_ms`: heartbeat timeout.
     pub(crate) timeout_ms: u32,
+    /// Test only: `ivshmem_test_peer` (-1: none), `ivshmem_test_port`,
+    /// `ivshmem_test_hold` (seconds).
+    pub(crate) test_peer: i32,
+    /// See `test_peer`.
+    pub(crate) test_port: i32,
+    /// See `test_peer`.
+    pub(crate) test_hold: u32,
 }
 
 /// Reads the fabric's module parameters (read-only after load).
@@ -254,6 +261,8 @@ pub(crate) fn fabric_params() -> FabricParams {
     // NUL-terminated string that lives until the module is unloaded.
     unsafe {
         let p = bindings::sci_fabric_param();
+        let (mut test_peer, mut test_port, mut test_hold) = (-1, 0, 0);
+        bindings::sci_ivshmem_test_params(&mut test_peer, &mut test_port, &mut test_hold);
         FabricParams {
             fabric: if p.is_null() {
                 kernel::c_str!("auto")
@@ -263,6 +272,9 @@ pub(crate) fn fabric_params() -> FabricParams {
             node_id: bindings::sci_node_id_param(),
             nodes: bindings::sci_ivshmem_nodes_param(),
             timeout_ms: bindings::sci_ivshmem_timeout_param(),
+            test_peer,
+            test_port,
+            test_hold,
         }
     }
 }

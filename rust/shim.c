@@ -76,6 +76,24 @@ unsigned int sci_ivshmem_timeout_param(void)
 	return ivshmem_timeout_ms;
 }
 
+/* Test only: the ivshmem self-test also connects to this node's AF_SCI listener. */
+static int ivshmem_test_peer = -1;
+module_param(ivshmem_test_peer, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_peer, "Test: with fabric_selftest=1, connect to this node's ivshmem_test_port over the ivshmem fabric (default -1: no)");
+static int ivshmem_test_port = 7000;
+module_param(ivshmem_test_port, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_port, "Test: the port ivshmem_test_peer listens on (default 7000)");
+static unsigned int ivshmem_test_hold;
+module_param(ivshmem_test_hold, uint, 0444);
+MODULE_PARM_DESC(ivshmem_test_hold, "Test: seconds to hold that connection open (default 0)");
+
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold)
+{
+	*peer = ivshmem_test_peer;
+	*port = ivshmem_test_port;
+	*hold = ivshmem_test_hold;
+}
+
 static struct proto sci_proto = {
 	.name		= "AF_SCI",
 	.owner		= THIS_MODULE,

@@ -101,6 +101,7 @@ const char *sci_fabric_param(void);		/* "auto", "loopback" or "ivshmem" */
 int sci_node_id_param(void);			/* -1: from the device */
 unsigned int sci_ivshmem_nodes_param(void);	/* node table size when formatting */
 unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node down */
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
 
 /* PCI: pci_register_driver() and the static inlines of linux/pci.h the wrapper needs. */
 int sci_pci_register_driver(struct pci_driver *drv);

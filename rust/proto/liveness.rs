@@ -225,6 +225,12 @@ impl PeerTracker {
         }
     }
 
+    /// When (ms, as passed to [`watch`](Self::watch)) the watched heartbeat last
+    /// changed.
+    pub(crate) const fn last_beat_ms(&self) -> u64 {
+        self.last_change_ms
+    }
+
     /// The peer's generation this node is linked with.
     pub(crate) const fn linked(&self) -> Option<u32> {
         self.linked

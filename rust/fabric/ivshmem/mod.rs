@@ -31,6 +31,7 @@
 mod device;
 mod heap;
 mod node;
+mod peer_test;
 pub(crate) mod selftest;
 
 use self::device::{DevSlot, IvshmemDev, IvshmemDriver, REG_DOORBELL};
@@ -182,6 +183,7 @@ impl Shared {
                 action = PeerAction::Down(g);
             }
         }
+        let last_beat = link.tracker.last_beat_ms();
         let down = match action {
             PeerAction::None => None,
             PeerAction::Down(g) => {
@@ -217,10 +219,14 @@ impl Shared {
             .store(link.tracker.reachable(), Ordering::Release);
         drop(link);
         if let Some(g) = down {
+            // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
+            // in ms): tests measure how soon after it the connections failed.
             pr_info!(
-                "ivshmem: node {} (generation {}) is down; resetting its connections\n",
+                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago); resetting its connections\n",
                 peer.id,
-                g
+                g,
+                last_beat,
+                now.saturating_sub(last_beat)
             );
             self.events.node_down(peer.id);
             // Only now may the peer relink: its old mappings and connections are gone.

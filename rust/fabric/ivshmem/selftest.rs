@@ -31,7 +31,7 @@ const CHANNELS: usize = 8;
 const FRAMES: u32 = 40;
 
 /// What the test fabric delivered.
-struct Seen {
+pub(super) struct Seen {
     doorbells: AtomicU32,
     /// The last channel rung.
     channel: AtomicU32,
@@ -39,10 +39,32 @@ struct Seen {
     /// Sum of the delivered frames' source slots (each frame names its index).
     slot_sum: AtomicU64,
     node_downs: AtomicU32,
+    /// The last frame delivered, word by word (the peer test's accept).
+    last: [AtomicU64; 8],
+}
+
+impl Seen {
+    /// The last frame delivered, if it decodes.
+    pub(super) fn last_frame(&self) -> Option<Frame> {
+        let mut words = [0u64; 8];
+        for (w, a) in words.iter_mut().zip(self.last.iter()) {
+            *w = a.load(Ordering::Acquire);
+        }
+        Frame::decode(&words).ok()
+    }
+
+    /// Frames delivered so far.
+    pub(super) fn frames(&self) -> u32 {
+        self.frames.load(Ordering::Acquire)
+    }
 }
 
 impl FabricEvents for Seen {
     fn control(&self, _from: NodeId, frame: [u8; FRAME_SIZE]) {
+        let words = crate::proto::frame::bytes_to_words(&frame);
+        for (a, w) in self.last.iter().zip(words.iter()) {
+            a.store(*w, Ordering::Release);
+        }
         if let Ok(f) = Frame::decode_bytes(&frame) {
             self.slot_sum
                 .fetch_add(u64::from(f.src.slot), Ordering::Relaxed);
@@ -60,16 +82,26 @@ impl FabricEvents for Seen {
     }
 }
 
-static SEEN: Seen = Seen {
+pub(super) static SEEN: Seen = Seen {
     doorbells: AtomicU32::new(0),
     channel: AtomicU32::new(0),
     frames: AtomicU32::new(0),
     slot_sum: AtomicU64::new(0),
     node_downs: AtomicU32::new(0),
+    last: [
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+    ],
 };
 
 /// Waits up to a second for `cond`.
-fn eventually(cond: impl Fn() -> bool) -> bool {
+pub(super) fn eventually(cond: impl Fn() -> bool) -> bool {
     for _ in 0..100 {
         if cond() {
             return true;
@@ -207,5 +239,10 @@ pub(crate) fn run() -> Result {
         irqs,
         if s.interrupts { "MSI-X" } else { "polled" }
     );
+    if params.test_peer >= 0 {
+        let peer = NodeId::try_from(params.test_peer).map_err(|_| EINVAL)?;
+        let port = u16::try_from(params.test_port).map_err(|_| EINVAL)?;
+        super::peer_test::run(&fabric, peer, port, params.test_hold)?;
+    }
     Ok(())
 }
