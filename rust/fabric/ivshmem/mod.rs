@@ -135,9 +135,10 @@ pub(crate) struct Shared {
     #[pin]
     exports: SpinLock<KVec<Option<Arc<SegMem>>>>,
     beat: AtomicU64,
-    /// Interrupts taken, drains done, frames and doorbells delivered (for the self-test
+    /// Interrupts taken, polls done, frames and doorbells delivered (for the self-test
     /// and the logs).
     irqs: AtomicU64,
+    polls: AtomicU64,
     frames: AtomicU64,
     doorbells: AtomicU64,
 }
@@ -307,6 +308,7 @@ impl SharedMain for Shared {
                 self.tick(now);
                 next_tick = now.saturating_add(TICK_MS);
             }
+            self.polls.fetch_add(1, Ordering::Relaxed);
             self.drain();
             // With interrupts the poll is a safety net; without, it is the receive path.
             kthread::sleep(if self.interrupts { tick } else { 1 });
@@ -471,6 +473,7 @@ impl Ivshmem {
                 exports <- kernel::new_spinlock!(exports, "ivshmem::exports"),
                 beat: AtomicU64::new(0),
                 irqs: AtomicU64::new(0),
+                polls: AtomicU64::new(0),
                 frames: AtomicU64::new(0),
                 doorbells: AtomicU64::new(0),
             }),
@@ -509,8 +512,9 @@ impl Drop for Ivshmem {
         drop(self.poller.take());
         node::leave(&s.region, s.me, s.word);
         pr_info!(
-            "ivshmem: node {} left (interrupts {}, frames {}, doorbells {})\n",
+            "ivshmem: node {} left (polls {}, interrupts {}, frames {}, doorbells {})\n",
             s.me,
+            s.polls.load(Ordering::Relaxed),
             s.irqs.load(Ordering::Relaxed),
             s.frames.load(Ordering::Relaxed),
             s.doorbells.load(Ordering::Relaxed)
