@@ -384,7 +384,13 @@ impl<T: Driver> Inner<T> {
         let dev = Device(ptr);
         // SAFETY: see the function's contract.
         let inner = unsafe { Self::of(pdev) };
-        match T::probe(&dev, &inner.ctx).and_then(|d| Ok(KBox::new(d, GFP_KERNEL)?)) {
+        // The box first: once `T::probe` succeeds, nothing may fail before the drvdata
+        // owns its result (`remove` is only called for a successful probe).
+        let slot = match KBox::<T::Data>::new_uninit(GFP_KERNEL) {
+            Ok(slot) => slot,
+            Err(e) => return Error::from(e).to_errno(),
+        };
+        match T::probe(&dev, &inner.ctx).map(|d| slot.write(d)) {
             Ok(data) => {
                 // SAFETY: a device being probed; the pointer is taken back in `remove`.
                 unsafe { bindings::sci_pci_set_drvdata(pdev, KBox::into_raw(data).cast()) };

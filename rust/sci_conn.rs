@@ -230,8 +230,17 @@ impl Conn {
         .map_err(proto_err)?;
         let mut g = self.inner.lock();
         g.peer_id = peer_id;
+        // The peer's node went down while this end was being set up, after the fabric
+        // reset the connections it knew of (this one is in the table already, so a later
+        // down finds it): reset it now.
+        let lost = peer_seg.revoked();
         g.tx = Some(tx);
         g.rx = Some(rx);
+        if lost {
+            if let Some(rx) = g.rx.as_mut() {
+                rx.latch_peer_abort();
+            }
+        }
         g.peer_seg = Some(peer_seg);
         g.phase = Phase::Established;
         drop(g);

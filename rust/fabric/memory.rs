@@ -178,7 +178,12 @@ impl SegMem {
 
     /// Whether accesses still reach the memory (the peer's lease, if any, holds).
     fn live(&self) -> bool {
-        !self.lease.as_ref().is_some_and(|l| l.revoked())
+        !self.revoked()
+    }
+
+    /// Whether this is a mapping of a peer that the fabric declared down.
+    pub(crate) fn revoked(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.revoked())
     }
 
     /// Zeroes the whole segment (a new segment of device memory, before it is exported).

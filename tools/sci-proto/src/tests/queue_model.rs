@@ -442,7 +442,11 @@ fn latched_peer_abort_ends_the_wait() {
     assert!(!q.consumer.peer().abort);
     q.consumer.latch_peer_abort();
     assert!(q.consumer.peer().abort);
-    assert_eq!(q.consumer.refresh().unwrap(), 10, "queued bytes stay readable");
+    assert_eq!(
+        q.consumer.refresh().unwrap(),
+        10,
+        "queued bytes stay readable"
+    );
     q.consumer.consume_and_update(10).unwrap();
     let d = q.consumer.prepare_wait().unwrap();
     assert!(!d.sleep, "a reader of a dead peer must not sleep");
