@@ -21,7 +21,8 @@
 //! A link is never remade while the other side may still hold the old one: after a
 //! down, the tracker waits until the peer's link word differs from the one it showed
 //! during the old link (the peer went through its own down), or the peer changed
-//! generation. A node declared dead while merely stalled therefore finds its link gone
+//! generation. A link the peer does not return within two timeouts is dropped and
+//! remade (a new word), so a peer waiting for our old word to change is never stuck. A node declared dead while merely stalled therefore finds its link gone
 //! when it wakes up, goes through its own down, and both relink cleanly. And a node
 //! rejoining with a new generation waits until no live peer still links to its old
 //! generation before it hands out memory of its area ([`holds_old_link`]), so no stale
@@ -98,6 +99,8 @@ pub(crate) struct PeerTracker {
     changes: u32,
     /// The peer's generation this node is linked with.
     linked: Option<u32>,
+    /// When that link was made (ms).
+    linked_ms: u64,
     /// The peer's link word for us, once seen linked back to our generation during
     /// this link.
     back: Option<LinkWord>,
@@ -120,6 +123,7 @@ impl PeerTracker {
             still_ticks: 0,
             changes: 0,
             linked: None,
+            linked_ms: 0,
             back: None,
             wait_unlink: None,
             seq: 0,
@@ -173,7 +177,12 @@ impl PeerTracker {
                 self.back = Some(view.link_to_me);
             }
             let changed = self.back.is_some_and(|b| b != view.link_to_me);
-            if live != Liveness::Alive || generation != Some(g) || changed {
+            // A link the peer never returned: it may be waiting for our old link word
+            // to change (it dropped a link of ours that we never saw returned, while
+            // this node was stalled). Remaking the link changes the word.
+            let unreturned = self.back.is_none()
+                && now_ms.saturating_sub(self.linked_ms) >= p.timeout_ms.saturating_mul(2);
+            if live != Liveness::Alive || generation != Some(g) || changed || unreturned {
                 self.down(g, view, mine);
                 PeerAction::Down(g)
             } else {
@@ -188,6 +197,7 @@ impl PeerTracker {
             match generation {
                 Some(g) if self.wait_unlink.is_none() && live == Liveness::Alive => {
                     self.linked = Some(g);
+                    self.linked_ms = now_ms;
                     self.back = mine.then_some(view.link_to_me);
                     self.seq = self.seq.wrapping_add(1);
                     PeerAction::Link(g)

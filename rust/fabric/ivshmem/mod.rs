@@ -175,6 +175,7 @@ impl Shared {
             peer.doorbell
                 .store(u32::from(w.doorbell_id) | on, Ordering::Release);
         }
+        let was_reachable = peer.reachable.load(Ordering::Acquire);
         let mut link = peer.link.lock();
         let mut action = link
             .tracker
@@ -219,7 +220,16 @@ impl Shared {
         peer.reachable
             .store(link.tracker.reachable(), Ordering::Release);
         drop(link);
-        if let Some(g) = down {
+        if let (Some(g), false) = (down, was_reachable) {
+            // Never linked both ways: nothing of the peer's was used. Usually a link the
+            // peer did not return in time, remade at the next tick.
+            pr_info!(
+                "ivshmem: link with node {} (generation {}) dropped before it was returned\n",
+                peer.id,
+                g
+            );
+            self.region.set_link(self.me, peer.id, LinkWord::NONE);
+        } else if let Some(g) = down {
             // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
             // in ms): tests measure how soon after it the connections failed.
             pr_info!(

@@ -353,7 +353,7 @@ fn trouble() -> impl Strategy<Value = Trouble> {
     prop_oneof![
         1 => (0usize..3).prop_map(Trouble::Kill),
         2 => (0usize..3).prop_map(Trouble::Restart),
-        2 => ((0usize..3), 1u32..12).prop_map(|(i, k)| Trouble::Stall(i, k)),
+        2 => ((0usize..3), 1u32..20).prop_map(|(i, k)| Trouble::Stall(i, k)),
         1 => (0usize..3).prop_map(Trouble::Leave),
         4 => (1usize..8).prop_map(Trouble::Rounds),
     ]
@@ -395,4 +395,24 @@ proptest! {
         });
         prop_assert!(k.is_some(), "no convergence");
     }
+}
+
+/// Found by `trouble_then_quiet_converges`: node 0 links with node 1 and stalls before it
+/// sees node 1 link back; node 1 drops node 0 and waits for node 0's link word to
+/// change, which node 0 (never having seen the link returned) did not do. Node 0 now
+/// remakes an unreturned link, and both relink.
+#[test]
+fn stall_before_the_link_is_returned_relinks() {
+    let mut s = Sim::new(3);
+    for i in 0..3 {
+        s.start(i);
+    }
+    for _ in 0..3 {
+        s.round();
+    }
+    s.nodes[0].stalled = 5;
+    let k = s
+        .rounds_until(40, |s| s.nodes[0].stalled == 0 && s.all_linked())
+        .expect("they relink");
+    assert!(k <= 25, "{k} rounds");
 }
