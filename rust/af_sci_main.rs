@@ -27,6 +27,7 @@ mod netlink;
 mod netlink_adapter;
 mod node_map;
 mod own_sk;
+mod pci;
 // The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
 // are used only as the data path grows.
 #[allow(dead_code)]

@@ -16,7 +16,6 @@
 use crate::bindings;
 use crate::conn_addr::{self, Addr, ListenAddr};
 use crate::connector::{Connector, ConnectorThread};
-use crate::fabric::loopback::Loopback;
 use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::global;
 use crate::kthread::{self, KThread, ThreadMain};
@@ -134,7 +133,7 @@ enum Slot {
 /// The control plane (one per module).
 #[pin_data]
 pub(crate) struct ControlPlane {
-    fabric: Pin<KBox<Loopback>>,
+    fabric: Arc<dyn Fabric>,
     #[pin]
     conns: SpinLock<KVec<(u32, Slot)>>,
     #[pin]
@@ -165,6 +164,12 @@ impl FabricEvents for PlaneEvents {
             conn.doorbell();
         }
     }
+
+    fn node_down(&self, node: NodeId) {
+        if let Some(plane) = global::plane() {
+            plane.node_down(node);
+        }
+    }
 }
 
 /// The listener kthread: serves the inbound mailbox.
@@ -188,9 +193,9 @@ impl ThreadMain for ListenerThread {
 }
 
 impl ControlPlane {
-    /// A control plane over the loopback fabric (node 0).
+    /// A control plane over the fabric the `fabric` parameter chooses.
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
-        let fabric = KBox::pin_init(Loopback::new(0, MAX_CONNS, &EVENTS)?, GFP_KERNEL)?;
+        let fabric = crate::fabric::choice::open(&EVENTS, MAX_CONNS)?;
         let mut conns = KVec::with_capacity(MAX_CONNS, GFP_KERNEL)?;
         for _ in 0..MAX_CONNS {
             conns.push((1u32, Slot::Free), GFP_KERNEL)?;
@@ -327,6 +332,29 @@ impl ControlPlane {
                 self.conns.lock().as_mut_slice()[id.slot as usize].1 = Slot::Free;
                 Err(e)
             }
+        }
+    }
+
+    /// The fabric reported `node` down: every connection to it is reset (its peer is
+    /// treated as having aborted; a connect still waiting for the node's answer falls
+    /// back to TCP).
+    fn node_down(&self, node: NodeId) {
+        // Room for every slot up front: nothing is allocated under the spinlock.
+        let mut lost = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
+        {
+            let g = self.conns.lock();
+            for conn in g.iter().filter_map(|(_, s)| match s {
+                Slot::Used(c) => Some(c),
+                _ => None,
+            }) {
+                if conn.peer_node == node && lost.push(conn.clone(), GFP_ATOMIC).is_err() {
+                    break;
+                }
+            }
+        }
+        // Outside the table's lock: resetting takes each connection's mutex.
+        for conn in lost.iter() {
+            conn.peer_lost();
         }
     }
 

@@ -294,6 +294,49 @@ pub(crate) fn fabric_selftest_requested() -> bool {
     unsafe { bindings::sci_fabric_selftest_param() }
 }
 
+/// The fabric's module parameters.
+pub(crate) struct FabricParams {
+    /// `fabric`: "auto", "loopback" or "ivshmem".
+    pub(crate) fabric: &'static CStr,
+    /// `node_id`: this node's id on the ivshmem fabric, -1 for the device's.
+    pub(crate) node_id: i32,
+    /// `ivshmem_nodes`: node table size when this node formats the region.
+    pub(crate) nodes: u32,
+    /// `ivshmem_timeout_ms`: heartbeat timeout.
+    pub(crate) timeout_ms: u32,
+    /// Test only: `ivshmem_test_peer` (-1: none), `ivshmem_test_port`,
+    /// `ivshmem_test_hold` (seconds).
+    pub(crate) test_peer: i32,
+    /// See `test_peer`.
+    pub(crate) test_port: i32,
+    /// See `test_peer`.
+    pub(crate) test_hold: u32,
+}
+
+/// Reads the fabric's module parameters (read-only after load).
+pub(crate) fn fabric_params() -> FabricParams {
+    // SAFETY: reads read-only module parameters; a `charp` parameter is NULL or a
+    // NUL-terminated string that lives until the module is unloaded.
+    unsafe {
+        let p = bindings::sci_fabric_param();
+        let (mut test_peer, mut test_port, mut test_hold) = (-1, 0, 0);
+        bindings::sci_ivshmem_test_params(&mut test_peer, &mut test_port, &mut test_hold);
+        FabricParams {
+            fabric: if p.is_null() {
+                kernel::c_str!("auto")
+            } else {
+                CStr::from_char_ptr(p.cast())
+            },
+            node_id: bindings::sci_node_id_param(),
+            nodes: bindings::sci_ivshmem_nodes_param(),
+            timeout_ms: bindings::sci_ivshmem_timeout_param(),
+            test_peer,
+            test_port,
+            test_hold,
+        }
+    }
+}
+
 /// Builds an option value in kernel memory, for replaying a recorded option.
 pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
     // SAFETY: builds a tagged pointer; the buffer outlives the call it is passed to.

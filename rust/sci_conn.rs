@@ -194,8 +194,17 @@ impl Conn {
         .map_err(proto_err)?;
         let mut g = self.inner.lock();
         g.peer_id = peer_id;
+        // The peer's node went down while this end was being set up, after the fabric
+        // reset the connections it knew of (this one is in the table already, so a later
+        // down finds it): reset it now.
+        let lost = peer_seg.revoked();
         g.tx = Some(tx);
         g.rx = Some(rx);
+        if lost {
+            if let Some(rx) = g.rx.as_mut() {
+                rx.latch_peer_abort();
+            }
+        }
         g.peer_seg = Some(peer_seg);
         g.phase = Phase::Established;
         drop(g);
@@ -207,6 +216,22 @@ impl Conn {
     pub(crate) fn refuse(&self) {
         self.inner.lock().phase = Phase::Refused;
         self.wake(Wake::State);
+    }
+
+    /// The peer's node went down (the fabric stopped hearing from it): the connection
+    /// is reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect
+    /// still waiting for its answer falls back to TCP.
+    pub(crate) fn peer_lost(&self) {
+        let mut g = self.inner.lock();
+        if g.phase == Phase::Connecting {
+            g.phase = Phase::Refused;
+        }
+        if let Some(rx) = g.rx.as_mut() {
+            rx.latch_peer_abort();
+        }
+        drop(g);
+        self.wake(Wake::State);
+        self.doorbell();
     }
 
     /// Sets (or, with 0, clears) the socket that this connection wakes.

@@ -74,6 +74,60 @@ bool sci_fabric_selftest_param(void)
 	return fabric_selftest;
 }
 
+static char *fabric = "auto";
+module_param(fabric, charp, 0444);
+MODULE_PARM_DESC(fabric, "Fabric backend: auto (ivshmem if the device is present, else loopback), loopback or ivshmem");
+
+const char *sci_fabric_param(void)
+{
+	return fabric;
+}
+
+static int node_id = -1;
+module_param(node_id, int, 0444);
+MODULE_PARM_DESC(node_id, "This node's id on the ivshmem fabric (default -1: the device's IVPosition; ivshmem-plain needs it)");
+
+int sci_node_id_param(void)
+{
+	return node_id;
+}
+
+static unsigned int ivshmem_nodes = 8;
+module_param(ivshmem_nodes, uint, 0444);
+MODULE_PARM_DESC(ivshmem_nodes, "Node table size when this node formats the shared region (1..32, default 8)");
+
+unsigned int sci_ivshmem_nodes_param(void)
+{
+	return ivshmem_nodes;
+}
+
+static unsigned int ivshmem_timeout_ms = 500;
+module_param(ivshmem_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(ivshmem_timeout_ms, "A peer whose heartbeat stands still this long (ms) is down (default 500)");
+
+unsigned int sci_ivshmem_timeout_param(void)
+{
+	return ivshmem_timeout_ms;
+}
+
+/* Test only: the ivshmem self-test also connects to this node's AF_SCI listener. */
+static int ivshmem_test_peer = -1;
+module_param(ivshmem_test_peer, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_peer, "Test: with fabric_selftest=1, connect to this node's ivshmem_test_port over the ivshmem fabric (default -1: no)");
+static int ivshmem_test_port = 7000;
+module_param(ivshmem_test_port, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_port, "Test: the port ivshmem_test_peer listens on (default 7000)");
+static unsigned int ivshmem_test_hold;
+module_param(ivshmem_test_hold, uint, 0444);
+MODULE_PARM_DESC(ivshmem_test_hold, "Test: seconds to hold that connection open (default 0)");
+
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold)
+{
+	*peer = ivshmem_test_peer;
+	*port = ivshmem_test_port;
+	*hold = ivshmem_test_hold;
+}
+
 static struct proto sci_proto = {
 	.name		= "AF_SCI",
 	.owner		= THIS_MODULE,
@@ -221,6 +275,26 @@ long sci_sock_sndtimeo(const struct sock *sk, bool noblock) { return sock_sndtim
 int sci_sock_intr_errno(long timeo) { return sock_intr_errno(timeo); }
 void sci_send_sigpipe(void) { send_sig(SIGPIPE, current, 0); }
 long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
+
+int sci_pci_register_driver(struct pci_driver *drv)
+{
+	return pci_register_driver(drv);
+}
+
+resource_size_t sci_pci_resource_start(struct pci_dev *pdev, int bar)
+{
+	return pci_resource_start(pdev, bar);
+}
+
+resource_size_t sci_pci_resource_len(struct pci_dev *pdev, int bar)
+{
+	return pci_resource_len(pdev, bar);
+}
+
+void sci_pci_set_drvdata(struct pci_dev *pdev, void *data) { pci_set_drvdata(pdev, data); }
+void *sci_pci_get_drvdata(struct pci_dev *pdev) { return pci_get_drvdata(pdev); }
+const char *sci_pci_name(const struct pci_dev *pdev) { return pci_name(pdev); }
+struct pci_driver *sci_pci_driver_of(struct pci_dev *pdev) { return to_pci_driver(pdev->dev.driver); }
 
 struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name)
 {

@@ -23,6 +23,9 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/tcp.h>
+#include <linux/pci.h>
+#include <linux/interrupt.h>
+#include <linux/io.h>
 #include <net/sock.h>
 #include <net/tcp_states.h>
 #include "../uapi/linux/af_sci.h"
@@ -101,6 +104,22 @@ long sci_sock_sndtimeo(const struct sock *sk, bool noblock);
 int sci_sock_intr_errno(long timeo);
 void sci_send_sigpipe(void);
 long sci_msecs_to_jiffies(unsigned int msecs);
+
+/* Module parameters of the fabric choice and the inter-VM (ivshmem) backend. */
+const char *sci_fabric_param(void);		/* "auto", "loopback" or "ivshmem" */
+int sci_node_id_param(void);			/* -1: from the device */
+unsigned int sci_ivshmem_nodes_param(void);	/* node table size when formatting */
+unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node down */
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
+
+/* PCI: pci_register_driver() and the static inlines of linux/pci.h the wrapper needs. */
+int sci_pci_register_driver(struct pci_driver *drv);
+resource_size_t sci_pci_resource_start(struct pci_dev *pdev, int bar);
+resource_size_t sci_pci_resource_len(struct pci_dev *pdev, int bar);
+void sci_pci_set_drvdata(struct pci_dev *pdev, void *data);
+void *sci_pci_get_drvdata(struct pci_dev *pdev);
+const char *sci_pci_name(const struct pci_dev *pdev);
+struct pci_driver *sci_pci_driver_of(struct pci_dev *pdev);	/* to_pci_driver(dev.driver) */
 
 /* Kernel threads: run fn(data) until it returns; stop = ask and wait. */
 struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name);

@@ -3,24 +3,131 @@
 //! The bytes of a fabric segment, local or mapped from a peer.
 //!
 //! A thin wrapper: the only raw memory access of the data path. Words go through
-//! [`Segment`] (Acquire loads, Release stores, the protocol core's contract); payload
-//! bytes are copied between a caller's `iov_iter` and a [`Span`] of the segment, one copy
-//! each way, straight into or out of the peer's ring.
+//! [`Segment`] (Acquire loads, Release stores, the protocol core's contract) and, for the
+//! shared region's doorbell bits, [`SharedWords`] (atomic RMW); payload bytes are copied
+//! between a caller's `iov_iter` and a [`Span`] of the segment, one copy each way,
+//! straight into or out of the peer's ring.
+//!
+//! A segment is either kernel memory (the loopback fabric) or a piece of a device
+//! mapping ([`DeviceMem`]: the ivshmem BAR), which the segment keeps mapped. A mapping
+//! of a *peer's* segment carries the peer's [`Lease`]: when the fabric declares the peer
+//! down it revokes the lease, and from then on stores through the mapping are dropped
+//! and loads read 0, as posted writes to a dead node vanish on a real interconnect.
+//! So the memory of a peer that restarted can be handed to new segments without stale
+//! stores from this node landing in them.
 
 use crate::bindings;
+use crate::proto::region::SharedWords;
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
+use core::ffi::c_void;
 use core::ptr::NonNull;
-use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// Something a segment keeps alive and drops with it (for a segment of this node's
+/// heap: the allocation that returns its pages).
+pub(crate) trait SegOwner: Send + Sync {}
+
+impl<T: Send + Sync> SegOwner for T {}
+
+/// The right to access a peer's memory; revoked when the peer is declared down.
+pub(crate) struct Lease {
+    revoked: AtomicBool,
+}
+
+impl Lease {
+    /// A valid lease.
+    pub(crate) fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                revoked: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Revokes it: every later access through a mapping holding it does nothing.
+    pub(crate) fn revoke(&self) {
+        self.revoked.store(true, Ordering::Release);
+    }
+
+    fn revoked(&self) -> bool {
+        self.revoked.load(Ordering::Acquire)
+    }
+}
+
+/// Device memory mapped into the kernel (`memremap`), unmapped when the last user goes.
+pub(crate) struct DeviceMem {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: plain shared memory, valid from any thread while this lives.
+unsafe impl Send for DeviceMem {}
+// SAFETY: as above; all access goes through `SegMem`'s bounds-checked accessors.
+unsafe impl Sync for DeviceMem {}
+
+impl DeviceMem {
+    /// Maps `len` bytes at physical address `phys` write-back cached, like RAM
+    /// (`memremap(MEMREMAP_WB)`).
+    ///
+    /// Why write-back and not `ioremap_wc`: ivshmem's BAR *is* host RAM shared between
+    /// the QEMU processes, coherent between guests, so the ordinary cached mapping gives
+    /// what the protocol core assumes of a segment (atomic aligned words with
+    /// Acquire/Release, locked read-modify-write for the doorbell bits, `memcpy` for
+    /// payload) at RAM speed. A write-combining mapping would make every load an uncached
+    /// read and leave atomics on WC memory undefined. A real non-coherent NTB window
+    /// would need WC plus explicit flushes in `Segment::fence` instead.
+    pub(crate) fn map_wb(phys: u64, len: usize) -> Result<Arc<Self>> {
+        if len == 0 || len % 4096 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `memremap` validates the range itself and returns NULL on failure.
+        let p = unsafe { bindings::memremap(phys, len, bindings::MEMREMAP_WB.into()) };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;
+        match Arc::new(Self { ptr, len }, GFP_KERNEL) {
+            Ok(mem) => Ok(mem),
+            Err(e) => {
+                // SAFETY: mapped just above, not used by anyone.
+                unsafe { bindings::memunmap(p) };
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        // SAFETY: mapped by `map_wb`; no segment refers to it any more (they hold `Arc`s).
+        unsafe { bindings::memunmap(self.ptr.as_ptr().cast::<c_void>()) };
+    }
+}
+
+/// What keeps a segment's memory valid.
+enum Backing {
+    /// Kernel memory this segment owns (the loopback fabric).
+    Kernel { _buf: KVVec<u64> },
+    /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
+    Device {
+        _map: Arc<DeviceMem>,
+        _owner: Option<Arc<dyn SegOwner>>,
+    },
+}
 
 /// A segment's memory: `len` bytes at `ptr`, 8-byte aligned, valid while this lives.
 pub(crate) struct SegMem {
     ptr: NonNull<u8>,
     len: usize,
-    /// Backing store of a segment this kernel allocated (the loopback fabric); `None`
-    /// for memory owned by a device mapping.
-    _owned: Option<KVVec<u64>>,
+    _backing: Backing,
+    /// For a mapping of a peer's segment: the peer's lease.
+    lease: Option<Arc<Lease>>,
 }
 
 // SAFETY: the memory is plain shared memory, accessed with atomics or copies that the
@@ -38,13 +145,59 @@ impl SegMem {
         Ok(Self {
             ptr,
             len: words * 8,
-            _owned: Some(buf),
+            _backing: Backing::Kernel { _buf: buf },
+            lease: None,
         })
+    }
+
+    /// The `len` bytes at offset `off` of the device mapping `map` (8-aligned), keeping
+    /// the mapping and `owner` alive; `lease`, if given, guards every access.
+    pub(crate) fn device(
+        map: &Arc<DeviceMem>,
+        off: usize,
+        len: usize,
+        owner: Option<Arc<dyn SegOwner>>,
+        lease: Option<Arc<Lease>>,
+    ) -> Result<Self> {
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        if end > map.len || off % 8 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: `off + len <= map.len`, inside the mapping.
+        let p = unsafe { map.ptr.as_ptr().add(off) };
+        Ok(Self {
+            ptr: NonNull::new(p).ok_or(EINVAL)?,
+            len,
+            _backing: Backing::Device {
+                _map: map.clone(),
+                _owner: owner,
+            },
+            lease,
+        })
+    }
+
+    /// Whether accesses still reach the memory (the peer's lease, if any, holds).
+    fn live(&self) -> bool {
+        !self.revoked()
+    }
+
+    /// Whether this is a mapping of a peer that the fabric declared down.
+    pub(crate) fn revoked(&self) -> bool {
+        self.lease.as_ref().is_some_and(|l| l.revoked())
+    }
+
+    /// Zeroes the whole segment (a new segment of device memory, before it is exported).
+    pub(crate) fn zero(&self) {
+        if self.live() {
+            // SAFETY: `len` bytes at `ptr` are ours while this lives; nobody else knows of
+            // a segment before it is exported.
+            unsafe { core::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
+        }
     }
 
     fn word_ptr(&self, off: usize, width: usize) -> Option<*mut u8> {
         let end = off.checked_add(width)?;
-        if end > self.len || off % width != 0 {
+        if end > self.len || off % width != 0 || !self.live() {
             return None;
         }
         // SAFETY: `off + width <= len`, inside the allocation.
@@ -53,7 +206,7 @@ impl SegMem {
 
     fn span_ptr(&self, span: Span) -> Option<*mut u8> {
         let end = span.off.checked_add(span.len)?;
-        if end > self.len {
+        if end > self.len || !self.live() {
             return None;
         }
         // SAFETY: `off + len <= len`, inside the allocation.
@@ -62,7 +215,20 @@ impl SegMem {
 
     /// Copies up to `span.len` bytes from `iter` into the segment; returns the count
     /// copied (short on a fault in user memory). An out-of-segment span copies nothing.
+    /// Through a revoked lease the bytes are consumed from `iter` and dropped, as posted
+    /// writes to a dead node are: the caller sees the connection reset, not a fault.
     pub(crate) fn copy_from_iter(&self, span: Span, iter: *mut bindings::iov_iter) -> usize {
+        if !self.live()
+            && span
+                .off
+                .checked_add(span.len)
+                .is_some_and(|e| e <= self.len)
+        {
+            // SAFETY: `iter` is the caller's live iterator; `iov_iter_advance` clamps to
+            // what it holds (callers cut spans to the iterator's length).
+            unsafe { bindings::iov_iter_advance(iter, span.len) };
+            return span.len;
+        }
         match self.span_ptr(span) {
             // SAFETY: the span lies inside the segment; `iter` is the caller's live
             // iterator; a peer may write the same bytes concurrently, which only
@@ -155,5 +321,38 @@ impl Segment for SegMem {
 
     fn fence(&self) {
         fence(Ordering::SeqCst);
+    }
+}
+
+impl SharedWords for SegMem {
+    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
+        match self.word_ptr(off, 8) {
+            // SAFETY: in bounds and 8-aligned; shared words are only accessed atomically.
+            // A locked RMW on ivshmem's write-back mapping is coherent with the other
+            // guests' (it is host RAM).
+            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.fetch_or(v, Ordering::SeqCst),
+            None => 0,
+        }
+    }
+
+    fn swap_u64(&self, off: usize, v: u64) -> u64 {
+        match self.word_ptr(off, 8) {
+            // SAFETY: as in `fetch_or_u64`.
+            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.swap(v, Ordering::SeqCst),
+            None => 0,
+        }
+    }
+
+    fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
+        match self.word_ptr(off, 8) {
+            // SAFETY: as in `fetch_or_u64`.
+            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.compare_exchange(
+                current,
+                new,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ),
+            None => Err(0),
+        }
     }
 }

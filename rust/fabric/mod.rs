@@ -7,9 +7,11 @@
 //! write) exported under the id of the connection that owns them, *maps* a peer's
 //! segment, rings a peer's *doorbell* on a channel, and exchanges fixed-size *control
 //! frames* through a per-node mailbox. Nothing above this trait knows which backend it
-//! runs on: [`loopback`] (both ends in this kernel) today, an inter-VM shared-memory
-//! backend behind the same trait next.
+//! runs on: [`loopback`] (both ends in this kernel) or [`ivshmem`] (a shared PCI BAR
+//! between QEMU guests); [`choice`] picks one at load time.
 
+pub(crate) mod choice;
+pub(crate) mod ivshmem;
 pub(crate) mod loopback;
 pub(crate) mod memory;
 pub(crate) mod selftest;
@@ -29,6 +31,10 @@ pub(crate) trait FabricEvents: Send + Sync {
     /// A doorbell rang for local `channel` (a connection slot). May be called in atomic
     /// context: it must only wake.
     fn doorbell(&self, channel: u32);
+    /// Node `node` went away (it stopped beating, left, or came back as a new
+    /// generation): every connection to it must fail now. Its mappings are already
+    /// revoked. Called in process context, may sleep.
+    fn node_down(&self, node: NodeId);
 }
 
 /// A remote-memory interconnect.

@@ -155,6 +155,17 @@
 //! stale flag store is ignored and a stale cursor store is caught by cursor
 //! validation.
 //!
+//! # Shared region (inter-VM fabric)
+//!
+//! A fabric whose nodes share one memory region (ivshmem's BAR between QEMU guests)
+//! lays it out as [`region`] describes: a header a formatter writes once, a node table
+//! (state, generation, heartbeat, links), and one area per node with its doorbell bits,
+//! its mailboxes, its export directory and the heap its segments come from
+//! ([`pages`]). Every value read from the region is validated before use; places are
+//! computed from the header's parameters, never read as pointers. [`liveness`] is the
+//! heartbeat watch and the link protocol that tells the layer above when a peer went
+//! away and lets a restarted peer rejoin.
+//!
 //! # Integration checklist (kernel side)
 //!
 //! - Setup, each side: allocate zeroed memory for its receive area and a
@@ -200,8 +211,11 @@ pub(crate) mod cursor;
 pub(crate) mod error;
 pub(crate) mod frame;
 pub(crate) mod gather;
+pub(crate) mod liveness;
 pub(crate) mod mailbox;
+pub(crate) mod pages;
 pub(crate) mod queue;
+pub(crate) mod region;
 pub(crate) mod ring;
 pub(crate) mod segment;
 pub(crate) mod state;

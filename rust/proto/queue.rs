@@ -609,6 +609,13 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         }
     }
 
+    /// Latches "the peer aborted" without a store from the peer: the fabric declared
+    /// the peer's node dead, so no flag will ever come. Reads and writes then report the
+    /// abort as if the peer had set it.
+    pub(crate) fn latch_peer_abort(&mut self) {
+        self.peer.abort = true;
+    }
+
     /// Loads the producer flags then the producer cursor (both local),
     /// validates them and returns the bytes available.
     pub(crate) fn refresh(&mut self) -> Result<u64, ProtocolError> {

@@ -10,7 +10,10 @@
 mod frame_mailbox;
 mod gather_state;
 mod hostile;
+mod liveness;
+mod pages;
 mod queue_model;
+mod region;
 mod ring_cursor;
 mod stress;
 
@@ -18,6 +21,7 @@ use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
+use crate::proto::region::SharedWords;
 use crate::proto::ring::{RingGeometry, Span, Spans, RX_DATA};
 use crate::proto::segment::Segment;
 
@@ -182,6 +186,23 @@ impl Segment for TestSegment {
     fn fence(&self) {
         self.accesses.fetch_add(1, Ordering::Relaxed);
         fence(Ordering::SeqCst);
+    }
+}
+
+impl SharedWords for TestSegment {
+    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
+        let w = self.check(off, 8);
+        self.words[w].fetch_or(v, Ordering::SeqCst)
+    }
+
+    fn swap_u64(&self, off: usize, v: u64) -> u64 {
+        let w = self.check(off, 8);
+        self.words[w].swap(v, Ordering::SeqCst)
+    }
+
+    fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
+        let w = self.check(off, 8);
+        self.words[w].compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
     }
 }
 

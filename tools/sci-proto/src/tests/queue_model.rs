@@ -450,3 +450,27 @@ fn producer_side_header_check() {
         params(6, 5, 7)
     ));
 }
+
+/// A peer node declared dead never stores its abort flag: the consumer latches it
+/// locally. Reads then end (no sleeping), queued data is still readable, and the
+/// latch survives the peer's (stale) flag word.
+#[test]
+fn latched_peer_abort_ends_the_wait() {
+    let mut q = QueuePair::new(8, 9, 1000, 64);
+    let spans = q.producer.writable().unwrap().truncate(10);
+    q.rx_seg.copy_into_spans(spans, &[7u8; 10]);
+    q.producer.commit(10).unwrap();
+    assert!(!q.consumer.peer().abort);
+    q.consumer.latch_peer_abort();
+    assert!(q.consumer.peer().abort);
+    assert_eq!(
+        q.consumer.refresh().unwrap(),
+        10,
+        "queued bytes stay readable"
+    );
+    q.consumer.consume_and_update(10).unwrap();
+    let d = q.consumer.prepare_wait().unwrap();
+    assert!(!d.sleep, "a reader of a dead peer must not sleep");
+    q.consumer.finish_wait();
+    assert!(q.consumer.peer().abort);
+}

@@ -1,0 +1,470 @@
+//! The shared region: layout arithmetic, formatting and joining, the export directory,
+//! doorbell bits (with racing threads), mailboxes placed in the region, and a hostile
+//! region: whatever bytes it holds, no reader ever indexes outside it (the test segment
+//! panics on any out-of-bounds access) and every span it hands out lies in the right
+//! node's heap.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use proptest::prelude::*;
+
+use super::{TestSegment, XorShift};
+use crate::proto::frame::{ConnId, Frame, QueueOffer};
+use crate::proto::mailbox::MailboxError;
+use crate::proto::region::{
+    self, claim, default_params, format, read_header, DirEntry, FormatState, FormatWord,
+    HeaderState, Layout, LinkWord, NodeId, NodeState, NodeWord, Region, RegionError, RegionParams,
+    HDR_FORMAT, HDR_MB_LOG2, HDR_NODES, HDR_SIZE, MAX_CHANNELS, MAX_NODES, NODE_ENTRY_SIZE,
+    NODE_TABLE, PAGE_SIZE,
+};
+use crate::proto::ring::Span;
+
+type Shared = Arc<TestSegment>;
+
+/// A freshly formatted region of `size` bytes for `nodes` nodes.
+fn formatted(size: usize, nodes: u32) -> Region<Shared> {
+    let seg = TestSegment::shared(size);
+    let HeaderState::Blank(seen) = read_header(&seg) else {
+        panic!("a zeroed region is blank");
+    };
+    assert!(claim(&seg, seen, 0, 7));
+    format(seg, default_params(size as u64, nodes), 0, 7).unwrap()
+}
+
+fn params() -> impl Strategy<Value = (RegionParams, usize)> {
+    (
+        0u32..=(MAX_NODES + 2),
+        prop_oneof![Just(64u32), Just(1024), Just(MAX_CHANNELS), 0u32..5000],
+        0u32..=9,
+        (1usize << 12)..(1usize << 24),
+        0usize..(1 << 16),
+    )
+        .prop_map(|(nodes, channels, mb_log2, size, slack)| {
+            (
+                RegionParams {
+                    size: size as u64,
+                    nodes,
+                    channels,
+                    mb_log2,
+                },
+                size + slack,
+            )
+        })
+}
+
+/// `[a, a + alen)` and `[b, b + blen)` do not overlap.
+fn disjoint(a: usize, alen: usize, b: usize, blen: usize) -> bool {
+    a + alen <= b || b + blen <= a
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Every place a valid layout computes lies inside the region, inside its owner's
+    /// area, aligned, and apart from every other place.
+    #[test]
+    fn layout_places_are_disjoint_and_inside((p, map_len) in params()) {
+        let Ok(l) = Layout::new(p, map_len) else { return Ok(()) };
+        let size = p.size as usize;
+        prop_assert!(size <= map_len);
+        let nodes = l.nodes() as NodeId;
+        let mb = l.mailbox().area_size();
+        for n in 0..nodes {
+            let entry = l.node_entry(n).unwrap();
+            prop_assert!(entry >= NODE_TABLE && entry + NODE_ENTRY_SIZE <= l.area(0).unwrap());
+            let area = l.area(n).unwrap();
+            prop_assert_eq!(area % PAGE_SIZE, 0);
+            prop_assert!(area + l.area_size() <= size);
+            let heap = l.heap(n).unwrap();
+            prop_assert_eq!(heap % PAGE_SIZE, 0);
+            prop_assert_eq!(heap + l.heap_pages() * PAGE_SIZE, area + l.area_size());
+            let mut places = vec![(area, 64usize)];
+            for m in 0..nodes {
+                places.push((l.mb_slots(n, m).unwrap(), mb));
+                places.push((l.mb_ack(n, m).unwrap(), 64));
+                let link = l.link(n, m).unwrap();
+                prop_assert!(link >= entry && link + 8 <= entry + NODE_ENTRY_SIZE);
+            }
+            let dir0 = l.dir_entry(n, 0).unwrap();
+            places.push((dir0, l.channels() * 8));
+            places.push((heap, l.heap_pages() * PAGE_SIZE));
+            for (i, &(a, alen)) in places.iter().enumerate() {
+                prop_assert!(a >= area && a + alen <= area + l.area_size());
+                prop_assert_eq!(a % 64, 0);
+                for &(b, blen) in &places[i + 1..] {
+                    prop_assert!(disjoint(a, alen, b, blen), "{a:#x}+{alen:#x} vs {b:#x}+{blen:#x}");
+                }
+            }
+            prop_assert!(l.dir_entry(n, l.channels() as u32).is_none());
+            if n > 0 {
+                prop_assert!(disjoint(l.area(n - 1).unwrap(), l.area_size(), area, l.area_size()));
+            }
+        }
+        prop_assert!(l.node_entry(nodes).is_none());
+        prop_assert!(l.area(nodes).is_none());
+    }
+
+    /// Node words, format words, link words and directory entries survive packing;
+    /// unknown node states are refused, not guessed.
+    #[test]
+    fn words_roundtrip(g in any::<u32>(), id in any::<u16>(), door in any::<bool>(), raw in any::<u64>()) {
+        for state in [NodeState::Absent, NodeState::Joining, NodeState::Up, NodeState::Down] {
+            let w = NodeWord { state, doorbell: door, doorbell_id: id, generation: g };
+            prop_assert_eq!(NodeWord::unpack(w.pack()), Some(w));
+        }
+        if let Some(w) = NodeWord::unpack(raw) {
+            prop_assert_eq!(w.pack(), raw);
+        }
+        let f = FormatWord { state: FormatState::Ready, node: id, ticket: g };
+        prop_assert_eq!(FormatWord::unpack(f.pack()), f);
+        let l = LinkWord { generation: g, seq: id.into() };
+        prop_assert_eq!(LinkWord::unpack(l.pack()), l);
+        if let Some(e) = DirEntry::unpack(raw) {
+            prop_assert_eq!(e.pack(), Some(raw));
+        }
+    }
+
+    /// A hostile region: random bytes everywhere (with a header that often parses), then
+    /// every reader a node has. The test segment panics on any access outside the
+    /// region; spans from the directory must lie inside the named node's heap.
+    #[test]
+    fn hostile_region_never_escapes(
+        seed in 1u64..u64::MAX,
+        nodes in 0u32..40,
+        channels in prop_oneof![Just(64u32), Just(1024), 0u32..5000],
+        mb_log2 in 0u32..12,
+        size_delta in -70000i64..70000,
+        ready in any::<bool>(),
+    ) {
+        let len = 256 * 1024;
+        let seg = TestSegment::shared(len);
+        let mut rng = XorShift(seed);
+        for off in (0..len).step_by(8) {
+            seg.poke(off, rng.next());
+        }
+        // A header that parses often enough for the readers behind it to run.
+        seg.poke(0, u64::from(region::REGION_MAGIC) | (u64::from(region::REGION_VERSION) << 32));
+        seg.poke(HDR_SIZE, (len as i64 + size_delta).max(0) as u64);
+        seg.poke(HDR_NODES, u64::from(nodes) | (u64::from(channels) << 32));
+        seg.poke(HDR_MB_LOG2, u64::from(mb_log2) | (rng.next() << 32));
+        if ready {
+            seg.poke(HDR_FORMAT, FormatWord { state: FormatState::Ready, node: 1, ticket: 2 }.pack());
+        }
+        let HeaderState::Ready(layout) = read_header(&seg) else { return Ok(()) };
+        let r = Region::new(seg.clone(), layout).unwrap();
+        let n = layout.nodes() as NodeId;
+        for node in 0..n + 2 {
+            let _ = r.node_word(node);
+            let _ = r.heartbeat(node);
+            for peer in 0..n + 2 {
+                let _ = r.view(node, peer);
+            }
+            for c in (0..layout.channels() as u32 + 70).step_by(7) {
+                if let Some((span, _)) = r.lookup(node, c) {
+                    let heap = layout.heap(node).unwrap();
+                    prop_assert!(span.off >= heap);
+                    prop_assert!(span.off + span.len <= heap + layout.heap_pages() * PAGE_SIZE);
+                }
+            }
+        }
+        let me = (seed % u64::from(n.max(1))) as NodeId;
+        let pending = r.take_pending(me);
+        let mut rung = 0;
+        r.take_channels(me, pending.summary | rng.next(), |c| {
+            assert!((c as usize) < layout.channels());
+            rung += 1;
+        });
+        prop_assert!(rung <= layout.channels());
+        // Mailboxes from every node: garbage slots are errors, never escapes, and each
+        // poll does bounded work.
+        for peer in 0..n {
+            let mut rx = r.mailbox_rx(me, peer).unwrap();
+            for _ in 0..4 {
+                match rx.poll() {
+                    Ok(None) | Err(MailboxError::SequenceJump) => break,
+                    Ok(Some(_)) | Err(_) => {}
+                }
+            }
+            let mut tx = r.mailbox_tx(me, peer).unwrap();
+            let _ = tx.send(&Frame::close(ConnId::NONE, ConnId::NONE, crate::proto::frame::CloseReason::Abort));
+        }
+        r.init_area(me).unwrap();
+        prop_assert_eq!(r.take_pending(me), region::Pending::default());
+    }
+
+    /// Exports made by a node are found by its peers exactly as made; unexported
+    /// channels are not.
+    #[test]
+    fn directory_roundtrip(entries in proptest::collection::vec((0u32..1024, 0u32..40, 1u32..8), 1..40)) {
+        let r = formatted(4 << 20, 3);
+        r.init_area(1).unwrap();
+        let mut model = std::collections::BTreeMap::new();
+        let mut generation = 0u16;
+        for (ch, page, pages) in entries {
+            if pages == 7 {
+                r.set_export(1, ch, None);
+                model.remove(&ch);
+                continue;
+            }
+            generation = DirEntry::next_generation(generation);
+            let e = DirEntry { page, pages, generation };
+            r.set_export(1, ch, Some(e));
+            model.insert(ch, e);
+        }
+        for ch in 0..1024 {
+            let found = r.lookup(1, ch);
+            match model.get(&ch) {
+                Some(e) if (e.page + e.pages) as usize <= r.layout().heap_pages() => {
+                    let (span, g) = found.unwrap();
+                    prop_assert_eq!(g, e.generation);
+                    prop_assert_eq!(span, Span {
+                        off: r.layout().heap(1).unwrap() + e.page as usize * PAGE_SIZE,
+                        len: e.pages as usize * PAGE_SIZE,
+                    });
+                }
+                _ => prop_assert!(found.is_none()),
+            }
+            prop_assert!(r.lookup(0, ch).is_none());
+        }
+    }
+}
+
+#[test]
+fn format_then_join() {
+    let r = formatted(1 << 20, 4);
+    let HeaderState::Ready(l) = read_header(r.seg()) else {
+        panic!("formatted region not ready");
+    };
+    assert_eq!(&l, r.layout());
+    assert_eq!(l.params(), default_params(1 << 20, 4));
+    for n in 0..4 {
+        assert_eq!(r.node_word(n), Some(NodeWord::ABSENT));
+    }
+    // A mapping shorter than the formatter's is refused.
+    let short = TestSegment::shared(1 << 19);
+    assert_eq!(
+        Layout::new(l.params(), short.len_for_test()),
+        Err(RegionError::BadParams)
+    );
+}
+
+impl TestSegment {
+    fn len_for_test(&self) -> usize {
+        crate::proto::segment::Segment::len(self)
+    }
+}
+
+#[test]
+fn format_refuses_foreign_versions_and_bad_params() {
+    let r = formatted(1 << 20, 2);
+    let seg = r.seg().clone();
+    seg.poke(0, u64::from(region::REGION_MAGIC) | (99u64 << 32));
+    assert_eq!(
+        read_header(&seg),
+        HeaderState::Unusable(RegionError::Version)
+    );
+    seg.poke(
+        0,
+        u64::from(region::REGION_MAGIC) | (u64::from(region::REGION_VERSION) << 32),
+    );
+    seg.poke(HDR_NODES, 0);
+    assert_eq!(
+        read_header(&seg),
+        HeaderState::Unusable(RegionError::BadParams)
+    );
+    // Without our magic a "ready" word is foreign bytes: blank, to be formatted.
+    seg.poke(0, 0);
+    assert!(matches!(read_header(&seg), HeaderState::Blank(_)));
+    // Too small for one heap page per node.
+    let tiny = TestSegment::shared(16 * 1024);
+    let HeaderState::Blank(seen) = read_header(&tiny) else {
+        panic!()
+    };
+    assert!(claim(&tiny, seen, 0, 1));
+    assert_eq!(
+        format(tiny, default_params(16 * 1024, 8), 0, 1).err(),
+        Some(RegionError::BadParams)
+    );
+}
+
+/// Many nodes race to claim a blank region: exactly one wins; a claim taken over
+/// cannot be completed by the old claimant.
+#[test]
+fn exactly_one_claim_wins() {
+    for round in 0..50 {
+        let seg = TestSegment::shared(1 << 20);
+        let go = Arc::new(Barrier::new(4));
+        let winners: Vec<bool> = (0..4u16)
+            .map(|n| {
+                let (seg, go) = (seg.clone(), go.clone());
+                thread::spawn(move || {
+                    let HeaderState::Blank(seen) = read_header(&seg) else {
+                        panic!()
+                    };
+                    go.wait();
+                    claim(&seg, seen, n, round)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        assert_eq!(winners.iter().filter(|w| **w).count(), 1);
+        let winner = winners.iter().position(|w| *w).unwrap() as NodeId;
+        let HeaderState::Formatting(fw) = read_header(&seg) else {
+            panic!()
+        };
+        assert_eq!((fw.node, fw.ticket), (winner, round));
+        // Someone takes the stuck claim over; the old claimant's format then fails.
+        let other = (winner + 1) % 4;
+        assert!(claim(&seg, fw.pack(), other, round + 100));
+        assert_eq!(
+            format(seg.clone(), default_params(1 << 20, 4), winner, round).err(),
+            Some(RegionError::ClaimLost)
+        );
+        assert!(format(seg, default_params(1 << 20, 4), other, round + 100).is_ok());
+    }
+}
+
+/// Senders on several threads ring channels of one receiver while it takes them: every
+/// channel rung is taken (bits are never lost between the two swaps), and the mail bits
+/// name the senders.
+#[test]
+fn doorbell_bits_are_never_lost() {
+    let r = Arc::new(formatted(4 << 20, 4));
+    r.init_area(0).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let senders: Vec<_> = (1..4u16)
+        .map(|s| {
+            let r = r.clone();
+            thread::spawn(move || {
+                let mut rng = XorShift(u64::from(s) * 0x9e37_79b9);
+                let mut rung = BTreeSet::new();
+                for _ in 0..20000 {
+                    let c = rng.range(0, 1023) as u32;
+                    assert!(r.ring_channel(0, c));
+                    assert!(r.ring_mail(0, s));
+                    rung.insert(c);
+                }
+                rung
+            })
+        })
+        .collect();
+    let receiver = {
+        let (r, done) = (r.clone(), done.clone());
+        thread::spawn(move || {
+            let mut taken = BTreeSet::new();
+            let mut mail = 0u64;
+            loop {
+                let last = done.load(Ordering::SeqCst);
+                let p = r.take_pending(0);
+                mail |= p.mail;
+                r.take_channels(0, p.summary, |c| {
+                    taken.insert(c);
+                });
+                if last {
+                    break;
+                }
+            }
+            (taken, mail)
+        })
+    };
+    let mut rung = BTreeSet::new();
+    for s in senders {
+        rung.extend(s.join().unwrap());
+    }
+    done.store(true, Ordering::SeqCst);
+    let (taken, mail) = receiver.join().unwrap();
+    assert_eq!(rung, taken);
+    assert_eq!(mail, 0b1110);
+    assert!(!r.ring_channel(0, 1024));
+    assert!(!r.ring_channel(4, 0));
+    assert!(!r.ring_mail(0, 4));
+}
+
+/// Frames go both ways through mailboxes placed in the region; a peer that relinks
+/// (mailboxes reset on both sides) starts again at the first sequence number.
+#[test]
+fn mailboxes_in_the_region() {
+    let r = formatted(4 << 20, 3);
+    for n in 0..3 {
+        r.init_area(n).unwrap();
+    }
+    let offer = QueueOffer {
+        ring_log2: 12,
+        rx_area: 0,
+        credit_area: 4224,
+        start: 99,
+    };
+    for round in 0..3u32 {
+        let mut tx = r.mailbox_tx(2, 0).unwrap();
+        let mut rx = r.mailbox_rx(0, 2).unwrap();
+        let slots = r.layout().mailbox().slots();
+        for i in 0..slots {
+            let f = Frame::connect_request(
+                ConnId {
+                    slot: i,
+                    generation: round + 1,
+                },
+                1000,
+                80,
+                offer,
+            );
+            tx.send(&f).unwrap();
+        }
+        assert_eq!(
+            tx.send(&Frame::connect_request(ConnId::NONE, 1, 2, offer)),
+            Err(MailboxError::Full)
+        );
+        for i in 0..slots {
+            let f = rx.poll().unwrap().unwrap();
+            assert_eq!(f.src.slot, i);
+            assert_eq!(f.src.generation, round + 1);
+        }
+        assert_eq!(rx.poll(), Ok(None));
+        assert_eq!(tx.refresh(), Ok(0));
+        // Relink: each side resets its halves.
+        r.reset_mailboxes(0, 2).unwrap();
+        r.reset_mailboxes(2, 0).unwrap();
+    }
+    // The node table entries are untouched by all of this.
+    assert_eq!(r.node_word(1), Some(NodeWord::ABSENT));
+    assert_eq!(r.link(0, 2), LinkWord::NONE);
+}
+
+#[test]
+fn lookups_and_heap_spans_are_bounded() {
+    let r = formatted(1 << 20, 2);
+    let pages = r.layout().heap_pages();
+    assert!(r.heap_span(0, 0, pages).is_some());
+    assert!(r.heap_span(0, 1, pages).is_none());
+    assert!(r.heap_span(0, 0, 0).is_none());
+    assert!(r.heap_span(2, 0, 1).is_none());
+    r.set_export(
+        0,
+        5,
+        Some(DirEntry {
+            page: pages as u32 - 1,
+            pages: 2,
+            generation: 1,
+        }),
+    );
+    assert!(
+        r.lookup(0, 5).is_none(),
+        "an export past the heap is refused"
+    );
+    assert!(r.lookup(0, u32::MAX).is_none());
+    assert_eq!(DirEntry::next_generation(u16::MAX), 1);
+    assert_eq!(
+        DirEntry {
+            page: 1 << 24,
+            pages: 1,
+            generation: 1
+        }
+        .pack(),
+        None
+    );
+}
