@@ -19,7 +19,7 @@ use crate::fabric::memory::{with_kvec_iter, SegMem};
 use crate::fabric::selftest::check;
 use crate::fabric::{Fabric, NodeId};
 use crate::kthread::sleep_ms;
-use crate::proto::frame::{ConnId, Frame, FrameKind, QueueOffer};
+use crate::proto::frame::{ConnId, Frame, FrameKind, QueueOffer, WireIp};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::ring::{RingGeometry, CREDIT_AREA_SIZE};
 use crate::proto::segment::Segment;
@@ -80,7 +80,11 @@ pub(super) fn run(fabric: &Ivshmem, peer: NodeId, port: u16, hold_s: u32) -> Res
         start: params.start,
     };
     let before = SEEN.frames();
-    let request = Frame::connect_request(id, 40000, port, offer).encode_bytes();
+    // The listener binds the wildcard address; the namespace cookie 0 is the peer's
+    // initial network namespace.
+    let loopback = WireIp::V4([127, 0, 0, 1]);
+    let request =
+        Frame::connect_request(id, (loopback, 40000), (loopback, port, 0), offer).encode_bytes();
     fabric.send_control(peer, &request)?;
     check(
         eventually(|| SEEN.frames() > before),

@@ -20,7 +20,7 @@ use crate::fabric::selftest::{check, streams, STREAM_BYTES};
 use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::kthread::sleep_ms;
 use crate::own_sk::fabric_params;
-use crate::proto::frame::{CloseReason, ConnId, Frame, FRAME_SIZE};
+use crate::proto::frame::{CloseReason, ConnId, Frame, FRAME_SIZE, FRAME_WORDS};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -40,13 +40,13 @@ pub(super) struct Seen {
     slot_sum: AtomicU64,
     node_downs: AtomicU32,
     /// The last frame delivered, word by word (the peer test's accept).
-    last: [AtomicU64; 8],
+    last: [AtomicU64; FRAME_WORDS],
 }
 
 impl Seen {
     /// The last frame delivered, if it decodes.
     pub(super) fn last_frame(&self) -> Option<Frame> {
-        let mut words = [0u64; 8];
+        let mut words = [0u64; FRAME_WORDS];
         for (w, a) in words.iter_mut().zip(self.last.iter()) {
             *w = a.load(Ordering::Acquire);
         }
@@ -88,16 +88,7 @@ pub(super) static SEEN: Seen = Seen {
     frames: AtomicU32::new(0),
     slot_sum: AtomicU64::new(0),
     node_downs: AtomicU32::new(0),
-    last: [
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-    ],
+    last: [const { AtomicU64::new(0) }; FRAME_WORDS],
 };
 
 /// Waits up to a second for `cond`.
