@@ -490,6 +490,11 @@ impl ControlPlane {
         ) else {
             return self.reject(from, request, RejectReason::BadOffer);
         };
+        // Namespace cookies are this kernel's: another node can only name our initial
+        // namespace (0); a cookie from it would match a namespace by accident.
+        if from != self.fabric().local_node() && request.namespace != 0 {
+            return self.reject(from, request, RejectReason::NoListener);
+        }
         let Some(queue) = self.listener(dst_ip, request.dst_port, request.namespace) else {
             return self.reject(from, request, RejectReason::NoListener);
         };

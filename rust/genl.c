@@ -7,6 +7,7 @@
 #include <linux/inetdevice.h>
 #include <linux/sock_diag.h>
 #include <net/addrconf.h>
+#include <net/ip6_route.h>
 #include <net/netns/generic.h>
 #include <net/route.h>
 #include "genl.h"
@@ -174,6 +175,35 @@ bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr)
 	return ipv6_chk_addr(net, addr, NULL, 0);
 #else
 	return false;
+#endif
+}
+
+int sci_route4_source(struct net *net, __be32 daddr, __be32 *saddr)
+{
+	struct flowi4 fl4 = { .daddr = daddr, .flowi4_proto = IPPROTO_TCP };
+	struct rtable *rt = ip_route_output_key(net, &fl4);
+
+	if (IS_ERR(rt))
+		return PTR_ERR(rt);
+	*saddr = fl4.saddr;
+	ip_rt_put(rt);
+	return 0;
+}
+
+int sci_route6_source(struct net *net, const struct in6_addr *daddr, struct in6_addr *saddr)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	struct flowi6 fl6 = { .daddr = *daddr, .flowi6_proto = IPPROTO_TCP };
+	struct dst_entry *dst;
+	int err = ip6_dst_lookup(net, NULL, &dst, &fl6);
+
+	if (err)
+		return err;
+	*saddr = fl6.saddr;
+	dst_release(dst);
+	return 0;
+#else
+	return -EAFNOSUPPORT;
 #endif
 }
 

@@ -83,6 +83,13 @@ void *sci_net_generic(const struct net *net);
 bool sci_addr4_is_local(struct net *net, __be32 addr);
 bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr);
 
+/*
+ * The source address a TCP connect to daddr would use (the route's preferred source, as
+ * ip_route_connect()/ip6_dst_lookup() choose it); 0 or -errno (no route).
+ */
+int sci_route4_source(struct net *net, __be32 daddr, __be32 *saddr);
+int sci_route6_source(struct net *net, const struct in6_addr *daddr, struct in6_addr *saddr);
+
 /* What the socket dump reports of a native socket (ports in host order). */
 struct sci_sock_addrs {
 	u16	family;

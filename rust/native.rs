@@ -86,6 +86,28 @@ pub(crate) fn addr_is_local(net: *mut bindings::net, ip: Ip) -> bool {
     }
 }
 
+/// The source address a TCP connect from namespace `net` to `dest` would use: the
+/// preferred source of the route to it (`ip_route_output_key()`, `ip6_dst_lookup()`).
+pub(crate) fn route_source(net: *mut bindings::net, dest: Ip) -> Result<Ip> {
+    match dest {
+        Ip::V4(b) => {
+            let mut src = 0u32;
+            // SAFETY: `net` is the namespace of a live socket; `src` lives across the call.
+            to_result(unsafe { bindings::sci_route4_source(net, u32::from_ne_bytes(b), &mut src) })?;
+            Ok(Ip::V4(src.to_ne_bytes()))
+        }
+        Ip::V6(b) => {
+            // SAFETY: `in6_addr` is a 16-byte union of integer arrays: any bytes are valid.
+            let addr = unsafe { core::mem::transmute::<[u8; 16], bindings::in6_addr>(b) };
+            let mut src = bindings::in6_addr::default();
+            // SAFETY: as above; `addr` and `src` live across the call.
+            to_result(unsafe { bindings::sci_route6_source(net, &addr, &mut src) })?;
+            // SAFETY: any 16 bytes are a valid `[u8; 16]`.
+            Ok(Ip::V6(unsafe { core::mem::transmute::<bindings::in6_addr, [u8; 16]>(src) }))
+        }
+    }
+}
+
 /// The addresses of a native socket, for the socket dump (zero while unset).
 pub(crate) struct NativeAddrs {
     /// `AF_INET` or `AF_INET6`.

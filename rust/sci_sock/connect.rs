@@ -11,6 +11,7 @@
 //! program sees a single connect.
 
 use super::*;
+use crate::native::route_source;
 use crate::own_sk::CONNECT_TIMEOUT_MS;
 use crate::socket_adapter::HeldSk;
 use kernel::time::Ktime;
@@ -120,8 +121,9 @@ impl SciSock {
     }
 
     /// Starts the SCI connect to `dest:port` on `node`, or says why it is not possible.
-    /// The loopback fabric (`sci_loopback`, on by default) serves this node's own
-    /// addresses.
+    /// The fabric must reach `node` (the loopback fabric reaches this node only, and only
+    /// while `sci_loopback` is on; an inter-VM fabric reaches the nodes that joined its
+    /// region and are alive).
     fn try_sci(
         &self,
         own: &OwnSk,
@@ -129,51 +131,60 @@ impl SciSock {
         (dest, port): (Ip, u16),
         node: NodeId,
     ) -> core::result::Result<Arc<Conn>, FallbackReason> {
-        let plane = global::plane()
-            .filter(|_| sci_loopback_enabled())
-            .ok_or(FallbackReason::NoFabric)?;
+        let plane = global::plane().ok_or(FallbackReason::NoFabric)?;
         let node = u16::try_from(node).map_err(|_| FallbackReason::NoFabric)?;
-        // The loopback fabric reaches this node only; scoped IPv6 addresses need an
-        // interface the fabric cannot name.
+        let local = node == plane.fabric().local_node();
+        // Scoped IPv6 addresses need an interface the fabric cannot name.
         if !plane.fabric().reaches(node)
-            || node != plane.fabric().local_node()
+            || (local && !sci_loopback_enabled())
             || is_link_local(dest)
         {
             return Err(FallbackReason::NoFabric);
         }
-        self.send_request(own, native, node, (effective_dest(dest), port))
+        let dest = if local { effective_dest(dest) } else { dest };
+        self.send_request(own, native, node, local, (dest, port))
     }
 
     /// Binds the native socket and mails the SCI connect request to the listener of
-    /// `dest:port` on `node` (this node). The native socket is bound to the source
-    /// address TCP would use (for an address of this node, that address itself) and an
-    /// ephemeral port from the TCP port space, so that the names read as with TCP and a
-    /// fallback connects from the same address.
+    /// `dest:port` on `node`. The native socket is bound to the source address TCP would
+    /// use (for an address of this node, that address itself; for another node's, the
+    /// preferred source of the route to it) and an ephemeral port from the TCP port space,
+    /// so that the names read as with TCP and a fallback connects from the same address.
     fn send_request(
         &self,
         own: &OwnSk,
         native: &Native,
         node: crate::fabric::NodeId,
+        local: bool,
         (dest, port): (Ip, u16),
     ) -> core::result::Result<Arc<Conn>, FallbackReason> {
         let no_fabric = |_| FallbackReason::NoFabric;
         let plane = global::plane().ok_or(FallbackReason::NoFabric)?;
         let v6 = native.family() == bindings::AF_INET6 as c_int;
+        let source = || {
+            if local {
+                Ok(dest)
+            } else {
+                route_source(own.net(), dest).map_err(no_fabric)
+            }
+        };
         let (local_ip, src_port) = match native.addrs().local {
             (_, 0) => {
-                let mut source = Addr::inet(dest, 0, v6);
-                let src = source.as_mut_bytes();
+                let mut bound = Addr::inet(source()?, 0, v6);
+                let src = bound.as_mut_bytes();
                 native
                     .bind(SockAddr::new(src.as_mut_ptr().cast(), src.len() as c_int))
                     .map_err(no_fabric)?;
                 native.addrs().local
             }
-            // Bound to the wildcard address by the program: TCP's source address for a
-            // destination on this node is the destination.
-            (ip, port) if ip.is_unspecified() => (dest, port),
+            // Bound to the wildcard address by the program: the source address is the one
+            // TCP would choose.
+            (ip, port) if ip.is_unspecified() => (source()?, port),
             bound => bound,
         };
-        let (namespace, _) = own.namespace();
+        // Another node's listeners are matched in its initial namespace (cookie 0): our
+        // namespace cookies mean nothing there.
+        let namespace = if local { own.namespace().0 } else { 0 };
         let conn = plane
             .new_conn(
                 node,
