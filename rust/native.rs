@@ -93,7 +93,9 @@ pub(crate) fn route_source(net: *mut bindings::net, dest: Ip) -> Result<Ip> {
         Ip::V4(b) => {
             let mut src = 0u32;
             // SAFETY: `net` is the namespace of a live socket; `src` lives across the call.
-            to_result(unsafe { bindings::sci_route4_source(net, u32::from_ne_bytes(b), &mut src) })?;
+            to_result(unsafe {
+                bindings::sci_route4_source(net, u32::from_ne_bytes(b), &mut src)
+            })?;
             Ok(Ip::V4(src.to_ne_bytes()))
         }
         Ip::V6(b) => {
@@ -103,7 +105,9 @@ pub(crate) fn route_source(net: *mut bindings::net, dest: Ip) -> Result<Ip> {
             // SAFETY: as above; `addr` and `src` live across the call.
             to_result(unsafe { bindings::sci_route6_source(net, &addr, &mut src) })?;
             // SAFETY: any 16 bytes are a valid `[u8; 16]`.
-            Ok(Ip::V6(unsafe { core::mem::transmute::<bindings::in6_addr, [u8; 16]>(src) }))
+            Ok(Ip::V6(unsafe {
+                core::mem::transmute::<bindings::in6_addr, [u8; 16]>(src)
+            }))
         }
     }
 }
