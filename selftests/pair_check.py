@@ -27,14 +27,16 @@ class Tap:
         print(f"1..{self.n}", flush=True)
         sys.exit(1 if self.failed else 0)
 
-    def run(self, main):
-        """Runs main(); an exception is a failed check (and the plan goes missing)."""
+    def run(self, main, done=True):
+        """Runs main(); an exception is a failed check (and the plan goes missing).
+        With done=False the plan is left to a later part (a program exec'd next)."""
         try:
             main()
         except Exception as e:
             self.check(False, f"{type(e).__name__}: {e}")
             sys.exit(1)
-        self.done()
+        if done:
+            self.done()
 
 
 def half(size, owner):
