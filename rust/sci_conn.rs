@@ -57,6 +57,9 @@ pub(crate) enum Phase {
     Established,
     /// The peer refused; the socket falls back to TCP.
     Refused,
+    /// The peer's node went down before it answered; the socket falls back to TCP (as
+    /// when no answer comes in time: reason `timeout`).
+    Unanswered,
 }
 
 /// The mutable part of a connection, under `Conn::inner`.
@@ -224,7 +227,7 @@ impl Conn {
     pub(crate) fn peer_lost(&self) {
         let mut g = self.inner.lock();
         if g.phase == Phase::Connecting {
-            g.phase = Phase::Refused;
+            g.phase = Phase::Unanswered;
         }
         if let Some(rx) = g.rx.as_mut() {
             rx.latch_peer_abort();

@@ -243,7 +243,8 @@ impl SciSock {
                 Self::abandon(&conn);
                 Err(match phase {
                     Phase::Refused => FallbackReason::PeerRejected,
-                    // No answer in time (or a signal cut the wait short).
+                    // No answer in time, the node went down first, or a signal cut the
+                    // wait short.
                     _ => FallbackReason::Timeout,
                 })
             }
