@@ -12,7 +12,7 @@ use std::thread;
 use proptest::prelude::*;
 
 use super::{TestSegment, XorShift};
-use crate::proto::frame::{ConnId, Frame, QueueOffer};
+use crate::proto::frame::{ConnId, Frame, QueueOffer, WireIp};
 use crate::proto::mailbox::MailboxError;
 use crate::proto::region::{
     self, claim, default_params, format, read_header, DirEntry, FormatState, FormatWord,
@@ -21,6 +21,8 @@ use crate::proto::region::{
     NODE_TABLE, PAGE_SIZE,
 };
 use crate::proto::ring::Span;
+
+const LOOPBACK: WireIp = WireIp::V4([127, 0, 0, 1]);
 
 type Shared = Arc<TestSegment>;
 
@@ -409,14 +411,19 @@ fn mailboxes_in_the_region() {
                     slot: i,
                     generation: round + 1,
                 },
-                1000,
-                80,
+                (LOOPBACK, 1000),
+                (LOOPBACK, 80, 0),
                 offer,
             );
             tx.send(&f).unwrap();
         }
         assert_eq!(
-            tx.send(&Frame::connect_request(ConnId::NONE, 1, 2, offer)),
+            tx.send(&Frame::connect_request(
+                ConnId::NONE,
+                (LOOPBACK, 1),
+                (LOOPBACK, 2, 0),
+                offer
+            )),
             Err(MailboxError::Full)
         );
         for i in 0..slots {
