@@ -8,30 +8,30 @@
 //! answer arrives (the listener kthread kicks it) the socket becomes connected and
 //! writable; on a reject or when the answer does not come in time it starts the native
 //! TCP connect in the socket's place, so the program sees one connect either way.
+//!
+//! It also publishes the bytes that gathering holds back once they may go (the reader
+//! consumed what was in flight, or a hold ran out; `sci_conn/gather.rs`): a doorbell, in
+//! atomic context, can only kick this thread.
 
 use crate::kthread::{self, ThreadMain};
 use crate::socket_adapter::HeldSk;
 use kernel::prelude::*;
-use kernel::sync::{CondVar, Mutex};
+use kernel::sync::{CondVar, Mutex, SpinLock};
 
-/// How often the thread looks at pending connects when nothing kicks it (their
-/// timeouts are checked at this granularity).
+/// How often the thread looks at pending connects and held bytes when nothing kicks it
+/// (their timeouts are checked at this granularity).
 const TICK_MS: u32 = 50;
 
-/// What the thread has been given since it last looked.
-struct Inbox {
-    /// Handed over by `connect()`, not yet taken by the thread.
-    queued: KVec<HeldSk>,
-    /// An answer arrived since the last pass (a kick that came while the thread was
-    /// busy is not lost).
-    kicked: bool,
-}
-
-/// Sockets with a non-blocking SCI connect in progress.
+/// Sockets with a non-blocking SCI connect in progress, and kicks for held bytes.
 #[pin_data]
 pub(crate) struct Connector {
+    /// Handed over by `connect()`, not yet taken by the thread.
     #[pin]
-    inbox: Mutex<Inbox>,
+    inbox: Mutex<KVec<HeldSk>>,
+    /// Something happened since the last pass (a kick that came while the thread was
+    /// busy is not lost). A spinlock: kicks come from atomic context.
+    #[pin]
+    kicked: SpinLock<bool>,
     #[pin]
     kick: CondVar,
 }
@@ -40,10 +40,8 @@ impl Connector {
     /// An idle connector.
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            inbox <- kernel::new_mutex!(
-                Inbox { queued: KVec::new(), kicked: false },
-                "Connector::inbox"
-            ),
+            inbox <- kernel::new_mutex!(KVec::new(), "Connector::inbox"),
+            kicked <- kernel::new_spinlock!(false, "Connector::kicked"),
             kick <- kernel::new_condvar!("Connector::kick"),
         })
     }
@@ -51,28 +49,31 @@ impl Connector {
     /// Hands a socket with a pending SCI connect to the thread. On `Err` (no memory) the
     /// caller finishes the connect itself.
     pub(crate) fn submit(&self, sk: HeldSk) -> Result {
-        self.inbox.lock().queued.push(sk, GFP_KERNEL)?;
-        self.kick.notify_one();
+        self.inbox.lock().push(sk, GFP_KERNEL)?;
+        self.kick();
         Ok(())
     }
 
-    /// Something a pending connect waits for happened (an answer arrived).
+    /// Something the thread waits for happened: an answer arrived, or a reader consumed
+    /// bytes while later ones are held back. Safe in atomic context.
     pub(crate) fn kick(&self) {
-        self.inbox.lock().kicked = true;
+        *self.kicked.lock() = true;
         self.kick.notify_one();
     }
 
     /// Waits (up to a tick) until a socket is submitted or kicked, and takes the newly
     /// submitted sockets.
     fn next_pass(&self) -> KVec<HeldSk> {
-        let mut g = self.inbox.lock();
-        if !g.kicked && g.queued.is_empty() {
-            let _ = self
-                .kick
-                .wait_interruptible_timeout(&mut g, kernel::time::msecs_to_jiffies(TICK_MS));
+        let mut kicked = self.kicked.lock();
+        if !*kicked {
+            let _ = self.kick.wait_interruptible_timeout(
+                &mut kicked,
+                kernel::time::msecs_to_jiffies(TICK_MS),
+            );
         }
-        g.kicked = false;
-        core::mem::take(&mut g.queued)
+        *kicked = false;
+        drop(kicked);
+        core::mem::take(&mut *self.inbox.lock())
     }
 
     /// The thread's body: one pass over the pending connects per wake-up.
@@ -84,7 +85,11 @@ impl Connector {
             if !pending.is_empty() && pending.iter().all(Option::is_none) {
                 pending = KVec::new();
             }
-            for sk in self.next_pass() {
+            let submitted = self.next_pass();
+            if let Some(plane) = crate::global::plane() {
+                crate::sci_conn::gather_tick(plane);
+            }
+            for sk in submitted {
                 if let Some(hole) = pending.iter_mut().find(|s| s.is_none()) {
                     *hole = Some(sk);
                 } else if pending.reserve(1, GFP_KERNEL).is_ok() {

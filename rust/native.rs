@@ -290,6 +290,15 @@ unsafe extern "C" fn forward_error_report(sk: *mut bindings::sock) {
     }
 }
 
+/// `TCP_NODELAY` and `TCP_CORK` of a native socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Nagle {
+    /// `TCP_NODELAY` is set.
+    pub(crate) nodelay: bool,
+    /// `TCP_CORK` is set.
+    pub(crate) cork: bool,
+}
+
 /// A handle to a live native socket.
 ///
 /// Invariant: the owning `AF_SCI` socket keeps the native socket alive (it releases it
@@ -425,6 +434,23 @@ impl Native {
             let common = &(*self.sk()).__sk_common;
             (common.skc_reuse(), common.skc_reuseport())
         }
+    }
+
+    /// `TCP_NODELAY` and `TCP_CORK` as set on this socket (the AF_SCI socket forwards both
+    /// here), for the gathering of an SCI connection.
+    pub(crate) fn nagle(&self) -> Nagle {
+        // SAFETY: `sk` is live; the shim reads one bitfield of its `tcp_sock`.
+        let bits = unsafe { bindings::sci_tcp_nagle(self.sk()) };
+        Nagle {
+            nodelay: bits & bindings::SCI_NAGLE_OFF != 0,
+            cork: bits & bindings::SCI_NAGLE_CORK != 0,
+        }
+    }
+
+    /// Takes `TCP_NODELAY` from `listener`, as a TCP socket accepted there would.
+    pub(crate) fn inherit_nodelay(&self, listener: &Native) {
+        // SAFETY: both sockets are live; process context (the setter locks the socket).
+        unsafe { bindings::sci_tcp_inherit_nodelay(self.sk(), listener.sk()) }
     }
 
     /// Copies the allocation context a kernel user (NBD) set on the owner.

@@ -12,6 +12,12 @@
 //! Waiting follows the seed's poll-then-sleep: a side that must wait posts a wait request
 //! (`prepare_wait`), re-checks, and sleeps on its socket's wait queue; the peer rings the
 //! doorbell only when asked, and the doorbell wakes the socket.
+//!
+//! Small writes are gathered as TCP does (Nagle, `TCP_CORK`, `MSG_MORE`): see `gather.rs`.
+
+mod gather;
+
+pub(crate) use gather::{tick as gather_tick, Gathering};
 
 use crate::bindings;
 use crate::conn_addr::Addr;
@@ -44,6 +50,8 @@ const RCV_SHUT: u32 = 1 << 0;
 const SND_SHUT: u32 = 1 << 1;
 const RESET_SEEN: u32 = 1 << 2;
 const EPIPE_ARMED: u32 = 1 << 3;
+/// `close()` ran: nothing more is written to the peer's segment.
+const CLOSED: u32 = 1 << 4;
 
 type Tx = Producer<Arc<SegMem>, Arc<SegMem>>;
 type Rx = Consumer<Arc<SegMem>, Arc<SegMem>>;
@@ -72,6 +80,8 @@ struct Inner {
     peer_seg: Option<Arc<SegMem>>,
     /// `RCV_SHUT`, `SND_SHUT`, ...
     flags: u32,
+    /// Bytes staged in the peer's ring and held back by gathering.
+    held: gather::Held,
 }
 
 /// One SCI connection end.
@@ -140,6 +150,7 @@ impl Conn {
                         rx: None,
                         peer_seg: None,
                         flags: 0,
+                        held: gather::Held::default(),
                     },
                     "Conn::inner"
                 ),
@@ -248,19 +259,70 @@ impl Conn {
         wake_sk(*owner, what);
     }
 
-    /// A doorbell for this connection: the peer moved a cursor or a flag.
+    /// A doorbell for this connection: the peer moved a cursor or a flag (safe in atomic
+    /// context). With bytes held back, the connector re-decides (the reader may have
+    /// consumed what was in flight: Nagle's ACK clock).
     pub(crate) fn doorbell(&self) {
         let owner = self.owner.lock();
         wake_sk(*owner, Wake::Readable);
         wake_sk(*owner, Wake::Writable);
+        drop(owner);
+        if gather::is_holding(self.id.slot) {
+            if let Some(plane) = crate::global::plane() {
+                plane.connector().kick();
+            }
+        }
+    }
+
+    /// Re-decides the bytes held back (the connector kthread, on a doorbell or its tick).
+    fn redecide(&self, fabric: &dyn Fabric) {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let closed = g.flags & CLOSED != 0;
+        let Inner { tx, held, .. } = &mut *g;
+        let Some(tx) = tx.as_mut() else {
+            return;
+        };
+        let ring = if closed {
+            gather::release(held, self.id.slot);
+            false
+        } else {
+            let how = held.how();
+            gather::decide(tx, held, self.id.slot, how, false).unwrap_or_else(|_| {
+                gather::release(held, self.id.slot);
+                false
+            })
+        };
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+    }
+
+    /// Sends what gathering holds back now (`TCP_NODELAY` set, `TCP_CORK` cleared).
+    pub(crate) fn push(&self, fabric: &dyn Fabric) {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let closed = g.flags & CLOSED != 0;
+        let Inner { tx, held, .. } = &mut *g;
+        let Some(tx) = tx.as_mut() else {
+            return;
+        };
+        let ring = !closed && gather::flush(tx, held, self.id.slot).unwrap_or(false);
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
     }
 
     fn notify_peer(&self, fabric: &dyn Fabric, peer_id: ConnId) {
         fabric.notify(self.peer_node, peer_id.slot);
     }
 
-    /// `sendmsg`: copies from the message straight into the peer's ring. A blocking send
-    /// that finds the ring full polls for `spin_us` microseconds before it sleeps.
+    /// `sendmsg`: copies from the message straight into the peer's ring; gathering (`how`)
+    /// decides when the bytes are published. A blocking send that finds the ring full
+    /// polls for `spin_us` microseconds before it sleeps.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
         fabric: &dyn Fabric,
@@ -268,6 +330,7 @@ impl Conn {
         msg: Msg,
         len: usize,
         flags: c_int,
+        how: Gathering,
         (nonblock, spin_us): (bool, u32),
     ) -> Result<c_int> {
         let iter = msg_iter(msg);
@@ -283,6 +346,7 @@ impl Conn {
                 rx,
                 peer_seg,
                 flags: local_flags,
+                held,
                 ..
             } = &mut *g;
             let (Some(tx), Some(peer_seg)) = (tx.as_mut(), peer_seg.as_ref()) else {
@@ -329,7 +393,10 @@ impl Conn {
                         break;
                     }
                 }
-                let ring = tx.commit(copied).map_err(proto_err)?;
+                tx.stage(copied).map_err(proto_err)?;
+                // A fault publishes what was written before it; a full ring always does.
+                let ring = gather::decide(tx, held, self.id.slot, how, copied < n)
+                    .map_err(proto_err)?;
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
@@ -344,13 +411,16 @@ impl Conn {
                 }
                 continue;
             }
+            // Never wait (or report EAGAIN) with bytes held back.
+            let flushed = gather::flush(tx, held, self.id.slot).map_err(proto_err)?;
             if nonblock || timeo == 0 {
                 // Full and not waiting: ask to hear when space frees up (epoll).
                 let size = tx.params().geometry.size();
                 let ring = tx
                     .prepare_wait(size / 2)
                     .map(|d| d.notify_peer)
-                    .unwrap_or(false);
+                    .unwrap_or(false)
+                    || flushed;
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
@@ -358,6 +428,9 @@ impl Conn {
                 return partial(sent, EAGAIN);
             }
             drop(g);
+            if flushed {
+                self.notify_peer(fabric, peer_id);
+            }
             if own.spin(spin_us, || self.send_ready()) {
                 continue;
             }
@@ -618,8 +691,11 @@ impl Conn {
             && g.flags & SND_SHUT == 0
         {
             g.flags |= SND_SHUT;
-            if let Some(tx) = g.tx.as_mut() {
+            let Inner { tx, held, .. } = &mut *g;
+            if let Some(tx) = tx.as_mut() {
+                // Publishes the held bytes first: the peer reads them all, then EOF.
                 tx.set_done_writing().map_err(proto_err)?;
+                gather::release(held, self.id.slot);
                 ring = true;
             }
         }
@@ -637,13 +713,17 @@ impl Conn {
         self.set_owner(0);
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
-        let Inner { tx, rx, .. } = &mut *g;
+        g.flags |= CLOSED;
+        let Inner { tx, rx, held, .. } = &mut *g;
         if let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) {
             let unread = rx.refresh().map(|avail| avail > 0).unwrap_or(true);
             let broken = rx.error().is_some() || tx.error().is_some();
+            // A graceful close publishes the held bytes before the flag; an abort drops
+            // them (as a reset drops TCP's send queue).
             if abort || unread || broken || tx.set_closed().is_err() {
                 tx.set_abort();
             }
+            gather::release(held, self.id.slot);
             rx.set_closed();
             drop(g);
             self.notify_peer(fabric, peer_id);

@@ -30,7 +30,7 @@ use crate::own_sk::{
     Wake, SPIN_US_MAX,
 };
 use crate::proto::frame::Frame;
-use crate::sci_conn::{Conn, Phase};
+use crate::sci_conn::{Conn, Gathering, Phase};
 use crate::sockets::SockInfo;
 use core::ffi::{c_char, c_int, c_long, c_uint};
 use core::ptr;
@@ -408,6 +408,8 @@ impl SciSock {
     /// socket of the listener's family (for its options), and the connection.
     pub(crate) fn adopt_sci(&self, own: &OwnSk, conn: Arc<Conn>, listener: &SciSock) -> Result {
         let native = Native::create(own.net(), listener.native().family(), self.kern)?;
+        // As a TCP socket accepted there: the listener's TCP_NODELAY applies.
+        native.inherit_nodelay(&listener.native());
         self.config.lock().committed = true;
         self.install(own, native, None);
         conn.set_owner(own.wake_token());
@@ -477,12 +479,20 @@ impl SciSock {
         if let (Some(conn), Some(plane)) = (self.conn(), global::plane()) {
             let flags = msg_flags(msg) as c_int;
             let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+            // TCP_NODELAY and TCP_CORK live on the native socket (setsockopt goes there).
+            let nagle = self.native().nagle();
+            let how = Gathering {
+                nodelay: nagle.nodelay,
+                cork: nagle.cork,
+                more: flags & bindings::MSG_MORE as c_int != 0,
+            };
             return conn.send(
                 plane.fabric(),
                 own,
                 msg,
                 len,
                 flags,
+                how,
                 (nonblock, self.spin_us()),
             );
         }

@@ -6,6 +6,7 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <net/sock.h>
+#include <net/tcp.h>
 #include "shim.h"
 
 static int family = AF_SCI_DEFAULT;
@@ -63,6 +64,23 @@ bool sci_sk_ipv6only(const struct sock *sk)
 bool sci_linger_zero(const struct sock *sk)
 {
 	return sock_flag(sk, SOCK_LINGER) && !READ_ONCE(sk->sk_lingertime);
+}
+
+static_assert(SCI_NAGLE_OFF == TCP_NAGLE_OFF && SCI_NAGLE_CORK == TCP_NAGLE_CORK);
+
+unsigned int sci_tcp_nagle(const struct sock *sk)
+{
+	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+		return 0;
+	/* A lockless read, as tcp_sendmsg reads it under the lock: a racing setsockopt
+	 * is seen by this write or the next one (both flush, see options.rs). */
+	return tcp_sk(sk)->nonagle & (TCP_NAGLE_OFF | TCP_NAGLE_CORK);
+}
+
+void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
+{
+	if (sci_tcp_nagle(from) & TCP_NAGLE_OFF && to->sk_protocol == IPPROTO_TCP)
+		tcp_sock_set_nodelay(to);
 }
 
 static bool fabric_selftest;

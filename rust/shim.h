@@ -46,6 +46,15 @@ bool sci_net_is_init(const struct net *net);
 bool sci_sk_ipv6only(const struct sock *sk);
 /* SO_LINGER with a zero timeout: close aborts. */
 bool sci_linger_zero(const struct sock *sk);
+/*
+ * TCP_NODELAY and TCP_CORK as a TCP sock holds them (the TCP_NAGLE_OFF and TCP_NAGLE_CORK
+ * bits of tcp_sk(sk)->nonagle, a bitfield), 0 for a sock that is not TCP; and TCP_NODELAY
+ * passed on from a listener to an accepted sock, as TCP's accept does.
+ */
+#define SCI_NAGLE_OFF	1
+#define SCI_NAGLE_CORK	2
+unsigned int sci_tcp_nagle(const struct sock *sk);
+void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from);
 /* Module parameter "fabric_selftest" (default off). */
 bool sci_fabric_selftest_param(void);
 

@@ -37,7 +37,22 @@ impl SciSock {
         if !config.committed {
             Self::record(&mut config, level, optname, val, len)?;
         }
+        drop(config);
+        if level == bindings::SOL_TCP as c_int {
+            self.push_if_ungathered(&native, optname);
+        }
         Ok(())
+    }
+
+    /// After `TCP_NODELAY` was set or `TCP_CORK` cleared, sends what an SCI connection
+    /// held back, as TCP pushes its pending frames then.
+    fn push_if_ungathered(&self, native: &Native, optname: c_int) {
+        let nagle = native.nagle();
+        let push = (optname == bindings::TCP_NODELAY as c_int && nagle.nodelay)
+            || (optname == bindings::TCP_CORK as c_int && !nagle.cork);
+        if let (true, Some(conn), Some(plane)) = (push, self.conn(), global::plane()) {
+            conn.push(plane.fabric());
+        }
     }
 
     /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed,

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Gathering small writes on an SCI connection (Nagle, `TCP_CORK`, `MSG_MORE`), as TCP does.
+//!
+//! A write copies its bytes into the peer's ring and *stages* them; publishing the producer
+//! cursor is what sends them, so holding bytes back costs nothing (`proto::gather`). After
+//! each write [`gather_decision`] says whether to publish now or hold. Held bytes go out:
+//!
+//! - with the next write that decides to send (a full segment, a full ring, ...);
+//! - when the reader consumed what was in flight (Nagle's ACK clock): the holding writer
+//!   posted a wait request, so the reader's cursor publish rings this end's doorbell; the
+//!   doorbell may run in atomic context and only kicks the connector kthread, which
+//!   re-decides ([`tick`]);
+//! - when held too long, checked on the connector's tick: 200 ms corked (TCP's cork
+//!   ceiling), 40 ms by Nagle (about TCP's delayed ACK, so a reader that does not read
+//!   stalls nobody for longer than over TCP);
+//! - before a writer sleeps or returns `EAGAIN`, on uncork or `TCP_NODELAY`, on shutdown
+//!   and close ([`flush`]).
+//!
+//! Which connections hold bytes is a bitmap of connection slots: the doorbell and the
+//! connector read it without a lock, and a node where nothing is held scans nothing.
+
+use super::Tx;
+use crate::control::{ControlPlane, MAX_CONNS};
+use crate::proto::error::ProtocolError;
+use crate::proto::gather::{gather_decision, GatherDecision, GatherInput};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use kernel::time::Ktime;
+
+/// The largest "segment" (TCP's MSS): held bytes reaching it are sent at once, so large
+/// writes never wait. A quarter of the ring when that is smaller.
+const MSS_MAX: u64 = 64 << 10;
+/// How long corked bytes (`TCP_CORK`, `MSG_MORE`) may be held: TCP's 200 ms ceiling.
+const CORK_LIMIT_MS: i64 = 200;
+/// How long Nagle may hold bytes while earlier ones are unconsumed (TCP's delayed ACK).
+const NAGLE_LIMIT_MS: i64 = 40;
+
+/// What the socket says about gathering, for one write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Gathering {
+    /// `TCP_NODELAY` is set.
+    pub(crate) nodelay: bool,
+    /// `TCP_CORK` is set.
+    pub(crate) cork: bool,
+    /// This write carries `MSG_MORE`.
+    pub(crate) more: bool,
+}
+
+impl Gathering {
+    /// Held for a cork (timed by the cork ceiling) rather than by Nagle.
+    fn corked(self) -> bool {
+        self.cork || self.more
+    }
+}
+
+/// The held bytes of one connection (under `Conn::inner`).
+#[derive(Default)]
+pub(super) struct Held {
+    /// When the oldest held byte was written (ms of the monotonic clock); `None` when
+    /// nothing is held.
+    since: Option<i64>,
+    /// How the last write that held asked to gather (the connector re-decides with it).
+    how: Gathering,
+}
+
+impl Held {
+    /// How the bytes held were asked to be gathered.
+    pub(super) fn how(&self) -> Gathering {
+        self.how
+    }
+}
+
+/// Connection slots holding bytes, one bit each, and how many bits are set.
+static HOLDING: [AtomicU64; MAX_CONNS.div_ceil(64)] =
+    [const { AtomicU64::new(0) }; MAX_CONNS.div_ceil(64)];
+static HOLDING_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+fn bit(slot: u32) -> Option<(&'static AtomicU64, u64)> {
+    let word = HOLDING.get(slot as usize / 64)?;
+    Some((word, 1 << (slot % 64)))
+}
+
+/// Marks `slot` as holding bytes (or not).
+fn mark(slot: u32, holding: bool) {
+    let Some((word, mask)) = bit(slot) else {
+        return;
+    };
+    if holding {
+        if word.fetch_or(mask, Ordering::SeqCst) & mask == 0 {
+            HOLDING_COUNT.fetch_add(1, Ordering::SeqCst);
+        }
+    } else if word.fetch_and(!mask, Ordering::SeqCst) & mask != 0 {
+        HOLDING_COUNT.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether the connection in `slot` holds bytes back (safe in atomic context).
+pub(super) fn is_holding(slot: u32) -> bool {
+    bit(slot).is_some_and(|(word, mask)| word.load(Ordering::SeqCst) & mask != 0)
+}
+
+fn now_ms() -> i64 {
+    Ktime::ktime_get().to_ms()
+}
+
+/// Nothing is held any more (published, or dropped by an abort).
+pub(super) fn release(held: &mut Held, slot: u32) {
+    if held.since.take().is_some() {
+        mark(slot, false);
+    }
+}
+
+fn publish(tx: &mut Tx, held: &mut Held, slot: u32) -> Result<bool, ProtocolError> {
+    let ring = tx.publish();
+    release(held, slot);
+    ring
+}
+
+/// Publishes the staged bytes now, or holds them (see the module doc), after a write
+/// with `how` or when the connector re-decides. Returns whether to ring the peer's
+/// doorbell.
+pub(super) fn decide(
+    tx: &mut Tx,
+    held: &mut Held,
+    slot: u32,
+    how: Gathering,
+    force: bool,
+) -> Result<bool, ProtocolError> {
+    tx.refresh()?;
+    let limit = if how.corked() {
+        CORK_LIMIT_MS
+    } else {
+        NAGLE_LIMIT_MS
+    };
+    let expired = held.since.is_some_and(|t| now_ms() - t >= limit);
+    let input = GatherInput {
+        pending: tx.pending(),
+        in_flight: tx.in_flight(),
+        room: tx.free(),
+        mss: MSS_MAX.min(tx.params().geometry.size() / 4),
+        nodelay: how.nodelay,
+        cork: how.cork,
+        more: how.more,
+        force: force || expired,
+    };
+    match gather_decision(&input) {
+        GatherDecision::Idle => {
+            release(held, slot);
+            Ok(false)
+        }
+        GatherDecision::SendNow => publish(tx, held, slot),
+        GatherDecision::Hold => {
+            held.how = how;
+            if held.since.is_none() {
+                held.since = Some(now_ms());
+                // Before the wait request below, so the doorbell it brings finds the bit.
+                mark(slot, true);
+            }
+            if how.corked() {
+                return Ok(false);
+            }
+            // Nagle: hear when the reader has consumed what is in flight. The request
+            // re-reads the consumer cursor; if everything was consumed before it was
+            // posted no doorbell comes, so send now.
+            tx.request_notify()?;
+            if tx.in_flight() == 0 {
+                return publish(tx, held, slot);
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// Publishes whatever is held (returns whether to ring the peer's doorbell).
+pub(super) fn flush(tx: &mut Tx, held: &mut Held, slot: u32) -> Result<bool, ProtocolError> {
+    if tx.pending() == 0 {
+        release(held, slot);
+        return Ok(false);
+    }
+    publish(tx, held, slot)
+}
+
+/// The connector's pass: re-decides every connection that holds bytes (its reader may
+/// have consumed what was in flight, or a hold ran out). Nothing to do when none holds.
+pub(crate) fn tick(plane: &ControlPlane) {
+    if HOLDING_COUNT.load(Ordering::SeqCst) == 0 {
+        return;
+    }
+    for (i, word) in HOLDING.iter().enumerate() {
+        let mut bits = word.load(Ordering::SeqCst);
+        while bits != 0 {
+            let slot = (i * 64) as u32 + bits.trailing_zeros();
+            bits &= bits - 1;
+            // A slot without a connection has no held bytes: its close released them.
+            if let Some(conn) = plane.conn(slot) {
+                conn.redecide(plane.fabric());
+            }
+        }
+    }
+}
