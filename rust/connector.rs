@@ -66,10 +66,9 @@ impl Connector {
     fn next_pass(&self) -> KVec<HeldSk> {
         let mut kicked = self.kicked.lock();
         if !*kicked {
-            let _ = self.kick.wait_interruptible_timeout(
-                &mut kicked,
-                kernel::time::msecs_to_jiffies(TICK_MS),
-            );
+            let _ = self
+                .kick
+                .wait_interruptible_timeout(&mut kicked, kernel::time::msecs_to_jiffies(TICK_MS));
         }
         *kicked = false;
         drop(kicked);

@@ -395,8 +395,8 @@ impl Conn {
                 }
                 tx.stage(copied).map_err(proto_err)?;
                 // A fault publishes what was written before it; a full ring always does.
-                let ring = gather::decide(tx, held, self.id.slot, how, copied < n)
-                    .map_err(proto_err)?;
+                let ring =
+                    gather::decide(tx, held, self.id.slot, how, copied < n).map_err(proto_err)?;
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
