@@ -267,7 +267,7 @@ impl Conn {
         wake_sk(*owner, Wake::Readable);
         wake_sk(*owner, Wake::Writable);
         drop(owner);
-        if gather::is_holding(self.id.slot) {
+        if gather::waits_for_ack(self.id.slot) {
             if let Some(plane) = crate::global::plane() {
                 plane.connector().kick();
             }
@@ -287,8 +287,7 @@ impl Conn {
             gather::release(held, self.id.slot);
             false
         } else {
-            let how = held.how();
-            gather::decide(tx, held, self.id.slot, how, false).unwrap_or_else(|_| {
+            gather::redecide(tx, held, self.id.slot).unwrap_or_else(|_| {
                 gather::release(held, self.id.slot);
                 false
             })
@@ -380,7 +379,10 @@ impl Conn {
             if len == 0 {
                 return Ok(0);
             }
-            tx.finish_wait();
+            // A wait request posted for a Nagle hold stays: its doorbell sends the bytes.
+            if !held.holding() {
+                tx.finish_wait();
+            }
             tx.refresh().map_err(proto_err)?;
             let spans = tx.writable().map_err(proto_err)?.truncate(len - sent);
             let n = spans.total();

@@ -17,8 +17,9 @@
 //! - before a writer sleeps or returns `EAGAIN`, on uncork or `TCP_NODELAY`, on shutdown
 //!   and close ([`flush`]).
 //!
-//! Which connections hold bytes is a bitmap of connection slots: the doorbell and the
-//! connector read it without a lock, and a node where nothing is held scans nothing.
+//! Which connections hold bytes, and which of them wait for the reader, are bitmaps of
+//! connection slots: the doorbell and the connector read them without a lock, and a node
+//! where nothing is held scans nothing.
 
 use super::Tx;
 use crate::control::{ControlPlane, MAX_CONNS};
@@ -64,39 +65,77 @@ pub(super) struct Held {
 }
 
 impl Held {
-    /// How the bytes held were asked to be gathered.
-    pub(super) fn how(&self) -> Gathering {
-        self.how
+    /// Whether bytes are held back.
+    pub(super) fn holding(&self) -> bool {
+        self.since.is_some()
     }
 }
 
-/// Connection slots holding bytes, one bit each, and how many bits are set.
-static HOLDING: [AtomicU64; MAX_CONNS.div_ceil(64)] =
-    [const { AtomicU64::new(0) }; MAX_CONNS.div_ceil(64)];
-static HOLDING_COUNT: AtomicUsize = AtomicUsize::new(0);
+const WORDS: usize = MAX_CONNS.div_ceil(64);
 
-fn bit(slot: u32) -> Option<(&'static AtomicU64, u64)> {
-    let word = HOLDING.get(slot as usize / 64)?;
-    Some((word, 1 << (slot % 64)))
+/// A set of connection slots, one bit each, read and changed without a lock (the
+/// doorbell runs in atomic context).
+struct SlotSet {
+    bits: [AtomicU64; WORDS],
+    count: AtomicUsize,
 }
 
-/// Marks `slot` as holding bytes (or not).
-fn mark(slot: u32, holding: bool) {
-    let Some((word, mask)) = bit(slot) else {
-        return;
-    };
-    if holding {
-        if word.fetch_or(mask, Ordering::SeqCst) & mask == 0 {
-            HOLDING_COUNT.fetch_add(1, Ordering::SeqCst);
+impl SlotSet {
+    const fn new() -> Self {
+        Self {
+            bits: [const { AtomicU64::new(0) }; WORDS],
+            count: AtomicUsize::new(0),
         }
-    } else if word.fetch_and(!mask, Ordering::SeqCst) & mask != 0 {
-        HOLDING_COUNT.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn bit(&self, slot: u32) -> Option<(&AtomicU64, u64)> {
+        let word = self.bits.get(slot as usize / 64)?;
+        Some((word, 1 << (slot % 64)))
+    }
+
+    fn set(&self, slot: u32, member: bool) {
+        let Some((word, mask)) = self.bit(slot) else {
+            return;
+        };
+        if member {
+            if word.fetch_or(mask, Ordering::SeqCst) & mask == 0 {
+                self.count.fetch_add(1, Ordering::SeqCst);
+            }
+        } else if word.fetch_and(!mask, Ordering::SeqCst) & mask != 0 {
+            self.count.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn contains(&self, slot: u32) -> bool {
+        self.bit(slot)
+            .is_some_and(|(word, mask)| word.load(Ordering::SeqCst) & mask != 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count.load(Ordering::SeqCst) == 0
+    }
+
+    fn for_each(&self, mut f: impl FnMut(u32)) {
+        for (i, word) in self.bits.iter().enumerate() {
+            let mut bits = word.load(Ordering::SeqCst);
+            while bits != 0 {
+                f((i * 64) as u32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
     }
 }
 
-/// Whether the connection in `slot` holds bytes back (safe in atomic context).
-pub(super) fn is_holding(slot: u32) -> bool {
-    bit(slot).is_some_and(|(word, mask)| word.load(Ordering::SeqCst) & mask != 0)
+/// Connections holding bytes back (the connector checks how long).
+static HOLDING: SlotSet = SlotSet::new();
+/// Connections whose Nagle hold waits for the reader to consume what is in flight: their
+/// doorbell kicks the connector.
+static ACK_WAIT: SlotSet = SlotSet::new();
+
+/// Whether a doorbell of the connection in `slot` is the ACK its held bytes wait for
+/// (safe in atomic context).
+pub(super) fn waits_for_ack(slot: u32) -> bool {
+    ACK_WAIT.contains(slot)
 }
 
 fn now_ms() -> i64 {
@@ -106,7 +145,8 @@ fn now_ms() -> i64 {
 /// Nothing is held any more (published, or dropped by an abort).
 pub(super) fn release(held: &mut Held, slot: u32) {
     if held.since.take().is_some() {
-        mark(slot, false);
+        ACK_WAIT.set(slot, false);
+        HOLDING.set(slot, false);
     }
 }
 
@@ -153,15 +193,23 @@ pub(super) fn decide(
             held.how = how;
             if held.since.is_none() {
                 held.since = Some(now_ms());
-                // Before the wait request below, so the doorbell it brings finds the bit.
-                mark(slot, true);
+                HOLDING.set(slot, true);
             }
             if how.corked() {
+                ACK_WAIT.set(slot, false);
                 return Ok(false);
             }
-            // Nagle: hear when the reader has consumed what is in flight. The request
-            // re-reads the consumer cursor; if everything was consumed before it was
-            // posted no doorbell comes, so send now.
+            // Nagle: hear when the reader has consumed what is in flight. One wait
+            // request per hold: it stays posted while bytes are held (`send` leaves it),
+            // and the connector, kicked by the doorbell it brings, re-decides and posts
+            // the next one ([`redecide`]).
+            if ACK_WAIT.contains(slot) && tx.notify_requested() {
+                return Ok(false);
+            }
+            // Before the request, so the doorbell it brings finds the bit.
+            ACK_WAIT.set(slot, true);
+            // The request re-reads the consumer cursor: if everything was consumed
+            // before it was posted no doorbell comes, so send now.
             tx.request_notify()?;
             if tx.in_flight() == 0 {
                 return publish(tx, held, slot);
@@ -169,6 +217,14 @@ pub(super) fn decide(
             Ok(false)
         }
     }
+}
+
+/// Re-decides the held bytes (the connector, on a doorbell or its tick). A doorbell used
+/// up the wait request, so a hold that goes on posts a new one.
+pub(super) fn redecide(tx: &mut Tx, held: &mut Held, slot: u32) -> Result<bool, ProtocolError> {
+    ACK_WAIT.set(slot, false);
+    let how = held.how;
+    decide(tx, held, slot, how, false)
 }
 
 /// Publishes whatever is held (returns whether to ring the peer's doorbell).
@@ -183,18 +239,13 @@ pub(super) fn flush(tx: &mut Tx, held: &mut Held, slot: u32) -> Result<bool, Pro
 /// The connector's pass: re-decides every connection that holds bytes (its reader may
 /// have consumed what was in flight, or a hold ran out). Nothing to do when none holds.
 pub(crate) fn tick(plane: &ControlPlane) {
-    if HOLDING_COUNT.load(Ordering::SeqCst) == 0 {
+    if HOLDING.is_empty() {
         return;
     }
-    for (i, word) in HOLDING.iter().enumerate() {
-        let mut bits = word.load(Ordering::SeqCst);
-        while bits != 0 {
-            let slot = (i * 64) as u32 + bits.trailing_zeros();
-            bits &= bits - 1;
-            // A slot without a connection has no held bytes: its close released them.
-            if let Some(conn) = plane.conn(slot) {
-                conn.redecide(plane.fabric());
-            }
+    HOLDING.for_each(|slot| {
+        // A slot without a connection has no held bytes: its close released them.
+        if let Some(conn) = plane.conn(slot) {
+            conn.redecide(plane.fabric());
         }
-    }
+    });
 }
