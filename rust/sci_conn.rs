@@ -267,7 +267,7 @@ impl Conn {
         wake_sk(*owner, Wake::Readable);
         wake_sk(*owner, Wake::Writable);
         drop(owner);
-        if gather::waits_for_ack(self.id.slot) {
+        if gather::doorbell(self.id.slot) {
             if let Some(plane) = crate::global::plane() {
                 plane.connector().kick();
             }

@@ -25,7 +25,7 @@ use super::Tx;
 use crate::control::{ControlPlane, MAX_CONNS};
 use crate::proto::error::ProtocolError;
 use crate::proto::gather::{gather_decision, GatherDecision, GatherInput};
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use kernel::time::Ktime;
 
 /// The largest "segment" (TCP's MSS): held bytes reaching it are sent at once, so large
@@ -115,6 +115,22 @@ impl SlotSet {
         self.count.load(Ordering::SeqCst) == 0
     }
 
+    /// Empties the set, calling `f` for each slot that was in it.
+    fn take_each(&self, mut f: impl FnMut(u32)) {
+        if self.is_empty() {
+            return;
+        }
+        for (i, word) in self.bits.iter().enumerate() {
+            let mut bits = word.swap(0, Ordering::SeqCst);
+            self.count
+                .fetch_sub(bits.count_ones() as usize, Ordering::SeqCst);
+            while bits != 0 {
+                f((i * 64) as u32 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+    }
+
     fn for_each(&self, mut f: impl FnMut(u32)) {
         for (i, word) in self.bits.iter().enumerate() {
             let mut bits = word.load(Ordering::SeqCst);
@@ -132,10 +148,22 @@ static HOLDING: SlotSet = SlotSet::new();
 /// doorbell kicks the connector.
 static ACK_WAIT: SlotSet = SlotSet::new();
 
-/// Whether a doorbell of the connection in `slot` is the ACK its held bytes wait for
-/// (safe in atomic context).
-pub(super) fn waits_for_ack(slot: u32) -> bool {
-    ACK_WAIT.contains(slot)
+/// Connections whose doorbell rang while they waited for the reader (flush wanted).
+static ACKED: SlotSet = SlotSet::new();
+/// When the connector next looks at how long every hold has lasted (ms).
+static NEXT_SCAN_MS: AtomicI64 = AtomicI64::new(0);
+/// How often, at most, it does.
+const SCAN_MS: i64 = 20;
+
+/// A doorbell for the connection in `slot`: if its held bytes wait for the reader, marks
+/// it for the connector and returns true (the caller kicks the connector). Safe in
+/// atomic context.
+pub(super) fn doorbell(slot: u32) -> bool {
+    if !ACK_WAIT.contains(slot) {
+        return false;
+    }
+    ACKED.set(slot, true);
+    true
 }
 
 fn now_ms() -> i64 {
@@ -146,6 +174,7 @@ fn now_ms() -> i64 {
 pub(super) fn release(held: &mut Held, slot: u32) {
     if held.since.take().is_some() {
         ACK_WAIT.set(slot, false);
+        ACKED.set(slot, false);
         HOLDING.set(slot, false);
     }
 }
@@ -236,16 +265,25 @@ pub(super) fn flush(tx: &mut Tx, held: &mut Held, slot: u32) -> Result<bool, Pro
     publish(tx, held, slot)
 }
 
-/// The connector's pass: re-decides every connection that holds bytes (its reader may
-/// have consumed what was in flight, or a hold ran out). Nothing to do when none holds.
+/// The connector's pass: re-decides the connections whose reader consumed what was in
+/// flight, and those whose hold may have run out. Nothing to do when none holds.
 pub(crate) fn tick(plane: &ControlPlane) {
-    if HOLDING.is_empty() {
-        return;
-    }
-    HOLDING.for_each(|slot| {
-        // A slot without a connection has no held bytes: its close released them.
+    // A slot without a connection has no held bytes: its close released them.
+    let redecide = |slot| {
         if let Some(conn) = plane.conn(slot) {
             conn.redecide(plane.fabric());
         }
-    });
+    };
+    // Those whose reader consumed at once; every hold's age now and then (a stream of
+    // kicks does not keep the timeouts from being checked).
+    ACKED.take_each(redecide);
+    if HOLDING.is_empty() {
+        return;
+    }
+    let now = now_ms();
+    if now < NEXT_SCAN_MS.load(Ordering::Relaxed) {
+        return;
+    }
+    NEXT_SCAN_MS.store(now + SCAN_MS, Ordering::Relaxed);
+    HOLDING.for_each(redecide);
 }
