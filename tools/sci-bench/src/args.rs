@@ -63,7 +63,8 @@ Options:
                     its own; repeatable. Default families then: tcp,sci-preload
   --require-sci     the sci and sci-preload columns count as what they claim only when
                     every AF_SCI socket (with --remote: of both ends) was in mode sci;
-                    a fallback to the native socket is then a failure under --strict
+                    a run with a socket that was not is left out of the medians (a note
+                    says why) and is a failure under --strict
 
 Serve options:
   --listen ADDR:PORT  where to listen (required); one thread per connection, until killed

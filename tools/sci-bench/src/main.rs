@@ -218,7 +218,21 @@ fn run(o: &RunOpts) -> io::Result<bool> {
                     continue;
                 }
                 let remote = o.remote_for(f.family);
+                let sci_col = matches!(f.family, Family::Sci | Family::SciPreload);
                 match run_one(f, sci_af, test, o.time, pin, remote) {
+                    // --require-sci: a run with a socket not on the SCI path is not counted
+                    // (its sockets still are, so the label says what they were).
+                    Ok(s) if o.require_sci && sci_col && !report::all_sci(&s.observed) => {
+                        let e = format!(
+                            "run {} not counted: not every socket in mode sci ({})",
+                            rep + 1,
+                            report::sci_summary(&s.observed)
+                        );
+                        eprintln!("sci-bench: {} {}: {e}", f.family.name(), test.name());
+                        notes.push(format!("{}: {}: {e}", f.family.name(), test.name()));
+                        f.observed.merge(&s.observed);
+                        errors[fi] = Some(e);
+                    }
                     Ok(s) => {
                         for (mi, v) in s.values.iter().enumerate() {
                             reps[mi][fi].push(*v);

@@ -123,6 +123,42 @@ pub fn label(
     }
 }
 
+/// Whether every socket of `obs` was AF_SCI in mode sci (`--require-sci`).
+pub fn all_sci(obs: &Observed) -> bool {
+    obs.sockets > 0 && obs.sci_modes.keys().eq([1u32].iter()) && obs.sci_modes[&1] == obs.sockets
+}
+
+/// "mode sci x3, native x1 (peer-rejected x1)": the modes of `obs`'s AF_SCI sockets.
+pub fn sci_summary(obs: &Observed) -> String {
+    let modes: Vec<String> = obs
+        .sci_modes
+        .iter()
+        .map(|(&m, n)| {
+            let name = match m {
+                0 => "native",
+                1 => "sci",
+                _ => "unknown",
+            };
+            format!("{name} x{n}")
+        })
+        .collect();
+    let reasons: Vec<String> = obs
+        .sci_reasons
+        .iter()
+        .filter(|(&r, _)| r != 0)
+        .map(|(&r, n)| format!("{} x{n}", sci_reason_name(r)))
+        .collect();
+    let other = obs.sockets - obs.sci_modes.values().sum::<u64>();
+    let mut out = format!("mode {}", modes.join(", "));
+    if other > 0 {
+        out.push_str(&format!(", {other} not AF_SCI"));
+    }
+    if !reasons.is_empty() {
+        out.push_str(&format!("; fallback reasons: {}", reasons.join(", ")));
+    }
+    out
+}
+
 /// The names tools print for `enum sci_fallback_reason` (uapi/linux/af_sci.h).
 pub fn sci_reason_name(r: u32) -> String {
     const NAMES: [&str; 8] = [
@@ -377,6 +413,28 @@ mod tests {
             label(Family::Smc, &obs(&[(2, 1)]), None, false).0,
             "smc(not-smc)"
         );
+    }
+
+    #[test]
+    fn all_sci_and_summary() {
+        let mut o = obs(&[(27, 2)]);
+        o.sci_modes = BTreeMap::from([(1, 2)]);
+        o.sci_reasons = BTreeMap::from([(0, 2)]);
+        assert!(all_sci(&o));
+        assert_eq!(sci_summary(&o), "mode sci x2");
+        o.sci_modes = BTreeMap::from([(0, 1), (1, 1)]);
+        o.sci_reasons = BTreeMap::from([(0, 1), (4, 1)]);
+        assert!(!all_sci(&o));
+        assert_eq!(
+            sci_summary(&o),
+            "mode native x1, sci x1; fallback reasons: peer-rejected x1"
+        );
+        // A TCP socket among them (a preload that did not rewrite).
+        let mut t = obs(&[(2, 1), (27, 1)]);
+        t.sci_modes = BTreeMap::from([(1, 1)]);
+        assert!(!all_sci(&t));
+        assert_eq!(sci_summary(&t), "mode sci x1, 1 not AF_SCI");
+        assert!(!all_sci(&Observed::default()));
     }
 
     #[test]
