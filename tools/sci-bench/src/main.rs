@@ -155,7 +155,9 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     };
     if o.require_sci {
         notes.push(
-            "--require-sci: an AF_SCI socket not in mode sci makes its column fail".to_string(),
+            "--require-sci: a run with an AF_SCI socket not in mode sci is left out, and its \
+             column fails"
+                .to_string(),
         );
     }
     notes.push(match pin {
