@@ -9,7 +9,8 @@
 #                CLIPPY=1 to lint)
 #   make tools   the Cargo workspace: libsci_preload.so, sci-run, ...
 #   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
-#                sockperf plain vs sci-run); tables printed, results in build/bench/
+#                sockperf plain vs sci-run), then between two guests (AF_SCI over ivshmem
+#                vs TCP over virtio-net); tables printed, results in build/bench/
 #   make clean
 
 SHELL := /bin/bash
@@ -53,9 +54,16 @@ run: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/demo
 
 # Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
+# The single-guest part, then the inter-VM part (selftests/bench-pair); both always run and
+# print their tables, and the target fails when either failed.
+# BENCH_ARGS: sci-bench options of the single-guest part; BENCH_PAIR_ARGS: of the inter-VM one.
 .PHONY: bench
 bench: module tools
-	@KDIR=$(KDIR) $(TOP)/selftests/bench $(BENCH_ARGS)
+	@KDIR=$(KDIR) $(TOP)/selftests/bench $(BENCH_ARGS); one=$$?; \
+	echo; KDIR=$(KDIR) $(TOP)/selftests/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
+	[ $$one = 0 ] || echo "make bench: the single-guest part FAILED (status $$one; its tables are above)"; \
+	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
+	[ $$one = 0 ] && [ $$pair = 0 ]
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean

@@ -1,6 +1,7 @@
 //! Command line.
 
 use crate::bench::Test;
+use std::net::SocketAddrV4;
 use std::time::Duration;
 
 pub const USAGE: &str = "\
@@ -8,11 +9,18 @@ Usage: sci-bench [OPTIONS]           run the benchmarks, print a table
        sci-bench smc-setup [--eid NAME] [--list]
                                      add a user EID so that AF_SMC uses its loopback
                                      device (needs CAP_NET_ADMIN); --list shows the table
+       sci-bench serve --listen ADDR:PORT [--family tcp|sci]
+                                     the server of the remote mode, on another machine:
+                                     answers every test of a client run with --remote
        sci-bench worker              internal: the sci-preload child
 
 Every measurement starts a server thread on 127.0.0.1 (a free port) or an abstract
 AF_UNIX name and a client in the same process, runs for --time seconds, and is repeated
 --repeat times; the table shows the median of the repetitions and its ratio to tcp.
+With --remote, the client connects to 'sci-bench serve' servers instead (one per family,
+e.g. a plain one for tcp and one under sci-run for sci-preload); only tcp, sci and
+sci-preload can be measured that way, and the server reports what its accepted socket
+was (SO_DOMAIN, SCI_INFO), so both ends of every connection are checked.
 
 Families (--families, default all):
   tcp          AF_INET stream sockets
@@ -49,6 +57,19 @@ Options:
                     libsci_preload.so next to this binary or $SCI_PRELOAD_LIB)
   --strict          exit with status 1 when a family could not be measured or is not
                     what its name says (AF_SMC fell back, a socket was not AF_SCI)
+  --remote [FAMILY=]ADDR:PORT
+                    remote mode: measure against 'sci-bench serve' at ADDR:PORT, for
+                    FAMILY or (without FAMILY=) for every family that has no address of
+                    its own; repeatable. Default families then: tcp,sci-preload
+  --require-sci     the sci and sci-preload columns count as what they claim only when
+                    every AF_SCI socket (with --remote: of both ends) was in mode sci;
+                    a run with a socket that was not is left out of the medians (a note
+                    says why) and is a failure under --strict
+
+Serve options:
+  --listen ADDR:PORT  where to listen (required); one thread per connection, until killed
+  --family F          tcp (AF_INET, the default; under sci-run it becomes AF_SCI) or sci
+                      (AF_SCI directly)
   -h, --help        this help
 ";
 
@@ -144,14 +165,77 @@ pub struct RunOpts {
     pub smc_setup: bool,
     pub sci_run: Option<String>,
     pub strict: bool,
+    /// `--remote`: per family (`None`: every family without its own) a server address.
+    pub remote: Vec<(Option<Family>, SocketAddrV4)>,
+    pub require_sci: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
     Help,
     Run(RunOpts),
-    SmcSetup { eid: String, list: bool },
+    SmcSetup {
+        eid: String,
+        list: bool,
+    },
     Worker,
+    Serve {
+        listen: SocketAddrV4,
+        family: Family,
+    },
+}
+
+/// `--remote`'s value: `ADDR:PORT` (IPv4) or `FAMILY=ADDR:PORT`.
+fn remote_addr(v: &str) -> Result<(Option<Family>, SocketAddrV4), String> {
+    let (fam, addr) = match v.split_once('=') {
+        Some((f, a)) => (
+            Some(Family::parse(f).ok_or_else(|| format!("--remote: unknown family '{f}'"))?),
+            a,
+        ),
+        None => (None, v),
+    };
+    let addr = addr
+        .parse()
+        .map_err(|_| format!("--remote: '{addr}' is not an IPv4 ADDR:PORT"))?;
+    Ok((fam, addr))
+}
+
+/// `serve` and its options.
+fn parse_serve<'a>(mut it: impl Iterator<Item = &'a str>) -> Result<Command, String> {
+    let mut listen = None;
+    let mut family = Family::Tcp;
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a, None),
+        };
+        let mut value = || -> Result<String, String> {
+            inline
+                .clone()
+                .or_else(|| it.next().map(String::from))
+                .ok_or(format!("serve: {flag} needs a value"))
+        };
+        match flag {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--listen" => {
+                let v = value()?;
+                listen = Some(
+                    v.parse()
+                        .map_err(|_| format!("serve: '{v}' is not an IPv4 ADDR:PORT"))?,
+                );
+            }
+            "--family" => {
+                let v = value()?;
+                family = match Family::parse(&v) {
+                    Some(f @ (Family::Tcp | Family::Sci)) => f,
+                    _ => return Err(format!("serve: --family is tcp or sci, not '{v}'")),
+                };
+            }
+            _ => return Err(format!("serve: unknown argument '{a}'")),
+        }
+    }
+    let listen = listen.ok_or("serve: --listen ADDR:PORT is required")?;
+    Ok(Command::Serve { listen, family })
 }
 
 fn list<T>(value: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
@@ -184,6 +268,10 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             crate::smc::encode_eid(&eid)?;
             return Ok(Command::SmcSetup { eid, list });
         }
+        Some(&"serve") => {
+            it.next();
+            return parse_serve(it);
+        }
         Some(&"worker") => {
             it.next();
             // Accepted for symmetry with the other families' names; the worker always
@@ -207,8 +295,11 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         smc_setup: false,
         sci_run: None,
         strict: false,
+        remote: Vec::new(),
+        require_sci: false,
     };
     let mut time = None;
+    let mut families_given = false;
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v)),
@@ -231,6 +322,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
                 f.sort();
                 f.dedup();
                 o.families = f;
+                families_given = true;
             }
             "--tests" => {
                 o.tests = list(value()?, "test", |s| {
@@ -263,6 +355,8 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
             }
             "--json" => o.json = Some(value()?.to_string()),
             "--sci-run" => o.sci_run = Some(value()?.to_string()),
+            "--remote" => o.remote.push(remote_addr(value()?)?),
+            "--require-sci" => o.require_sci = true,
             _ => return Err(format!("unknown argument '{a}'")),
         }
     }
@@ -270,10 +364,37 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
     if o.streams.is_empty() {
         o.streams = if o.full { vec![2, 4, 8] } else { vec![4] };
     }
+    if !o.remote.is_empty() {
+        if !families_given {
+            o.families = vec![Family::Tcp, Family::SciPreload];
+        }
+        for &f in &o.families {
+            if !matches!(f, Family::Tcp | Family::Sci | Family::SciPreload) {
+                return Err(format!(
+                    "--remote: family {} cannot be measured remotely (tcp, sci, sci-preload)",
+                    f.name()
+                ));
+            }
+            if o.remote_for(f).is_none() {
+                return Err(format!(
+                    "--remote: no server address for family {}",
+                    f.name()
+                ));
+            }
+        }
+    }
     Ok(Command::Run(o))
 }
 
 impl RunOpts {
+    /// The server of `family` in the remote mode: its own `--remote FAMILY=...`, else the
+    /// last `--remote ADDR:PORT`; `None` in the local mode.
+    pub fn remote_for(&self, family: Family) -> Option<SocketAddrV4> {
+        let own = self.remote.iter().rev().find(|r| r.0 == Some(family));
+        own.or_else(|| self.remote.iter().rev().find(|r| r.0.is_none()))
+            .map(|r| r.1)
+    }
+
     /// The measurements of the chosen profile, in table order.
     pub fn measurements(&self) -> Vec<Test> {
         let (pp, st): (&[usize], &[usize]) = if self.full {
@@ -401,6 +522,56 @@ mod tests {
         assert!(p("--bogus").is_err());
         assert!(p("smc-setup --eid bad_eid").is_err());
         assert!(p("worker --family unix").is_err());
+    }
+
+    #[test]
+    fn remote() {
+        let o = run("--remote 10.0.0.2:7101 --remote sci-preload=10.0.0.2:7102");
+        assert_eq!(o.families, [Family::Tcp, Family::SciPreload]);
+        assert_eq!(
+            o.remote_for(Family::Tcp),
+            Some("10.0.0.2:7101".parse().unwrap())
+        );
+        assert_eq!(
+            o.remote_for(Family::SciPreload),
+            Some("10.0.0.2:7102".parse().unwrap())
+        );
+        assert_eq!(run("").remote_for(Family::Tcp), None);
+        assert!(!o.require_sci);
+        let o =
+            run("--remote tcp=1.2.3.4:1 --remote sci=1.2.3.4:2 --families sci,tcp --require-sci");
+        assert_eq!(o.families, [Family::Tcp, Family::Sci]);
+        assert!(o.require_sci);
+        // Every family needs a server; unix and smc cannot be remote.
+        assert!(p("--remote tcp=1.2.3.4:1")
+            .unwrap_err()
+            .contains("sci-preload"));
+        assert!(p("--remote 1.2.3.4:1 --families tcp,unix")
+            .unwrap_err()
+            .contains("unix"));
+        assert!(p("--remote 1.2.3.4").is_err());
+        assert!(p("--remote ipx=1.2.3.4:1").is_err());
+    }
+
+    #[test]
+    fn serve() {
+        assert_eq!(
+            p("serve --listen 10.0.0.2:7101").unwrap(),
+            Command::Serve {
+                listen: "10.0.0.2:7101".parse().unwrap(),
+                family: Family::Tcp
+            }
+        );
+        assert_eq!(
+            p("serve --family=sci --listen=0.0.0.0:1").unwrap(),
+            Command::Serve {
+                listen: "0.0.0.0:1".parse().unwrap(),
+                family: Family::Sci
+            }
+        );
+        assert!(p("serve").is_err());
+        assert!(p("serve --listen 1.2.3.4:1 --family unix").is_err());
+        assert!(p("serve --listen nowhere").is_err());
     }
 
     #[test]

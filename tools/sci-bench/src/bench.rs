@@ -1,13 +1,16 @@
 //! The measurements. Each one starts a server thread on a fresh listener (127.0.0.1 and a
 //! free port, or an abstract AF_UNIX name), connects to it from the calling thread, checks
-//! what every socket really is, and then runs for the given time.
+//! what every socket really is, and then runs for the given time. In the remote mode
+//! (`crate::remote`) the server is `sci-bench serve` on another machine.
 
+use crate::remote;
 use crate::smc;
 use crate::stats;
 use crate::sys::{self, Endpoint, Sock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
+use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier};
@@ -25,7 +28,7 @@ pub enum Net {
 }
 
 impl Net {
-    fn socket(self) -> io::Result<Sock> {
+    pub(crate) fn socket(self) -> io::Result<Sock> {
         match self {
             Net::Tcp => Sock::new(libc::AF_INET, 0),
             Net::Unix => Sock::new(libc::AF_UNIX, 0),
@@ -152,7 +155,7 @@ impl Observed {
         self.smc_missing += o.smc_missing;
     }
 
-    fn add(&mut self, c: &SockCheck) {
+    pub(crate) fn add(&mut self, c: &SockCheck) {
         self.sockets += 1;
         *self.domains.entry(c.domain).or_default() += 1;
         if let Some(info) = c.sci {
@@ -194,7 +197,7 @@ pub struct Sample {
 /// Checks a socket: `SO_DOMAIN`, `SCI_INFO` when it is AF_SCI, and for `Net::Smc` its
 /// inode, to look it up in `smc_diag` (a connection that fell back to TCP has its file
 /// switched to the TCP socket, so `SO_DOMAIN` then says AF_INET; `smc_diag` says why).
-fn check(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<SockCheck> {
+pub(crate) fn check(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<SockCheck> {
     let domain = s.domain()?;
     let sci = if Some(domain) == sci_af {
         Some(s.sci_info()?)
@@ -229,7 +232,7 @@ fn listen(net: Net, backlog: i32) -> io::Result<(Sock, Endpoint)> {
 }
 
 /// Client side of a connection: connect, TCP_NODELAY for the TCP-like families.
-fn connect(net: Net, ep: &Endpoint) -> io::Result<Sock> {
+pub(crate) fn connect(net: Net, ep: &Endpoint) -> io::Result<Sock> {
     let s = net.socket()?;
     s.connect(ep)?;
     if net.is_inet() {
@@ -239,7 +242,7 @@ fn connect(net: Net, ep: &Endpoint) -> io::Result<Sock> {
 }
 
 /// How long a blocked send/recv of a long-lived connection may wait before the run fails.
-const IO_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Accepts one connection and reports its check through `tx`.
 fn accept_checked(
@@ -275,7 +278,7 @@ fn join(h: thread::JoinHandle<io::Result<()>>) -> io::Result<()> {
 }
 
 /// Echoes `size`-byte messages until the peer closes.
-fn echo(s: &Sock, req: usize, resp: usize) -> io::Result<()> {
+pub(crate) fn echo(s: &Sock, req: usize, resp: usize) -> io::Result<()> {
     let mut rbuf = vec![0u8; req];
     let wbuf = vec![0x5au8; resp];
     while s.recv_exact(&mut rbuf)? {
@@ -312,7 +315,7 @@ fn echo_pair(
 
 /// Runs transactions (send `req`, receive `resp`) on `c` for `warmup` then `dur`; returns the
 /// duration of each measured transaction in ns when `record`, else only their count.
-fn transact(
+pub(crate) fn transact(
     c: &Sock,
     req: usize,
     resp: usize,
@@ -562,18 +565,23 @@ fn multi(
 /// Runs `test` once on `net` for `dur`. `sci_af` is the loaded AF_SCI family number (used
 /// to recognise AF_SCI sockets, whatever family was asked for). With `pin`, a
 /// single-connection test runs client and server on that one CPU (the server thread
-/// inherits the client's mask); the multi-stream test is never pinned.
+/// inherits the client's mask); the multi-stream test is never pinned. With `remote`,
+/// the server is the `sci-bench serve` at that address (only the client is pinned).
 pub fn run(
     net: Net,
     sci_af: Option<i32>,
     test: &Test,
     dur: Duration,
     pin: Option<usize>,
+    remote: Option<SocketAddrV4>,
 ) -> io::Result<Sample> {
     let _pinned = match (test, pin) {
         (Test::Multi { .. }, _) | (_, None) => None,
         (_, Some(cpu)) => Some(sys::Pinned::to(cpu)?),
     };
+    if let Some(addr) = remote {
+        return remote::run(net, sci_af, addr, test, dur);
+    }
     match *test {
         Test::PingPong { size } => pingpong(net, sci_af, size, dur),
         Test::Stream { size } => stream(net, sci_af, size, dur),
@@ -657,8 +665,8 @@ mod tests {
         for net in [Net::Tcp, Net::Unix] {
             for t in &tests {
                 let pin = sys::allowed_cpus().unwrap().first().copied();
-                let s =
-                    run(net, None, t, dur, pin).unwrap_or_else(|e| panic!("{net:?} {t:?}: {e}"));
+                let s = run(net, None, t, dur, pin, None)
+                    .unwrap_or_else(|e| panic!("{net:?} {t:?}: {e}"));
                 assert_eq!(s.values.len(), t.metrics().len());
                 assert!(s.values.iter().all(|v| v.is_finite() && *v > 0.0), "{s:?}");
                 let want = if net == Net::Tcp {

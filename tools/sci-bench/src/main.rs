@@ -1,9 +1,11 @@
 //! sci-bench: loopback benchmarks of TCP, AF_UNIX, AF_SMC and AF_SCI (directly and through
-//! the preload), with every socket checked to be what its column says.
+//! the preload), with every socket checked to be what its column says; with `--remote`
+//! against a `sci-bench serve` on another machine (TCP, AF_SCI, the preload).
 //! See Documentation/benchmarks.rst.
 
 mod args;
 mod bench;
+mod remote;
 mod report;
 mod smc;
 mod stats;
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Command::Worker => worker::serve().map(|()| true),
+        Command::Serve { listen, family } => remote::serve(listen, family).map(|()| true),
         Command::SmcSetup { eid, list } => smc_setup(&eid, list).map(|()| true),
         Command::Run(o) => run(&o),
     };
@@ -120,10 +123,11 @@ fn run_one(
     test: &Test,
     dur: Duration,
     pin: Option<usize>,
+    remote: Option<std::net::SocketAddrV4>,
 ) -> io::Result<Sample> {
     match f.runner.as_mut() {
-        Some(Runner::InProcess(net)) => bench::run(*net, sci_af, test, dur, pin),
-        Some(Runner::Preload(w)) => w.run(test, dur, pin),
+        Some(Runner::InProcess(net)) => bench::run(*net, sci_af, test, dur, pin, remote),
+        Some(Runner::Preload(w)) => w.run(test, dur, pin, remote),
         None => Err(io::Error::new(io::ErrorKind::Unsupported, "not available")),
     }
 }
@@ -134,6 +138,28 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     let mut notes: Vec<String> = Vec::new();
     let allowed = sys::allowed_cpus()?;
     let pin = o.pin.resolve(&allowed);
+    let mode = if o.remote.is_empty() {
+        "local".to_string()
+    } else {
+        let servers: Vec<String> = o
+            .families
+            .iter()
+            .filter_map(|&f| o.remote_for(f).map(|a| format!("{}={a}", f.name())))
+            .collect();
+        notes.push(format!(
+            "remote mode: the servers are 'sci-bench serve' at {}; each reports its accepted \
+             socket's SO_DOMAIN and SCI_INFO, counted with the client's",
+            servers.join(", ")
+        ));
+        format!("remote: {}", servers.join(", "))
+    };
+    if o.require_sci {
+        notes.push(
+            "--require-sci: a run with an AF_SCI socket not in mode sci is left out, and its \
+             column fails"
+                .to_string(),
+        );
+    }
     notes.push(match pin {
         Some(cpu) => format!(
             "single-connection tests: client and server pinned to CPU {cpu} (of {}); the \
@@ -193,7 +219,22 @@ fn run(o: &RunOpts) -> io::Result<bool> {
                 if f.runner.is_none() {
                     continue;
                 }
-                match run_one(f, sci_af, test, o.time, pin) {
+                let remote = o.remote_for(f.family);
+                let sci_col = matches!(f.family, Family::Sci | Family::SciPreload);
+                match run_one(f, sci_af, test, o.time, pin, remote) {
+                    // --require-sci: a run with a socket not on the SCI path is not counted
+                    // (its sockets still are, so the label says what they were).
+                    Ok(s) if o.require_sci && sci_col && !report::all_sci(&s.observed) => {
+                        let e = format!(
+                            "run {} not counted: not every socket in mode sci ({})",
+                            rep + 1,
+                            report::sci_summary(&s.observed)
+                        );
+                        eprintln!("sci-bench: {} {}: {e}", f.family.name(), test.name());
+                        notes.push(format!("{}: {}: {e}", f.family.name(), test.name()));
+                        f.observed.merge(&s.observed);
+                        errors[fi] = Some(e);
+                    }
                     Ok(s) => {
                         for (mi, v) in s.values.iter().enumerate() {
                             reps[mi][fi].push(*v);
@@ -237,7 +278,7 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     for f in &mut fams {
         let measured = f.runner.is_some();
         let (label, verified, mut fnotes) = if measured {
-            report::label(f.family, &f.observed, sci_af)
+            report::label(f.family, &f.observed, sci_af, o.require_sci)
         } else {
             (f.family.name().to_string(), false, Vec::new())
         };
@@ -262,8 +303,13 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     let total = started.elapsed().as_secs_f64();
     let mut out = String::new();
     out.push_str(&format!(
-        "sci-bench ({} profile): median of {} repetitions of {:.2} s; [ratio to tcp]\n",
+        "sci-bench ({} profile{}): median of {} repetitions of {:.2} s; [ratio to tcp]\n",
         if o.full { "full" } else { "quick" },
+        if o.remote.is_empty() {
+            String::new()
+        } else {
+            format!(", {mode}")
+        },
         o.repeat,
         o.time.as_secs_f64()
     ));
@@ -282,6 +328,7 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     if let Some(path) = &o.json {
         let rep = Report {
             profile: if o.full { "full" } else { "quick" },
+            mode,
             repeat: o.repeat,
             seconds_per_run: o.time.as_secs_f64(),
             sci_family: sci_af,

@@ -7,8 +7,15 @@ use crate::sys::AF_SMC;
 use serde::Serialize;
 
 /// What the sockets of a family were, as a column label (`sci(native)`, `smc(fallback)`),
-/// whether that is what the family's name promises, and notes explaining the label.
-pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bool, Vec<String>) {
+/// whether that is what the family's name promises, and notes explaining the label. With
+/// `require_sci`, an AF_SCI column is what it promises only when every socket was in mode
+/// sci.
+pub fn label(
+    family: Family,
+    obs: &Observed,
+    sci_af: Option<i32>,
+    require_sci: bool,
+) -> (String, bool, Vec<String>) {
     let name = family.name();
     let mut notes = Vec::new();
     if obs.sockets == 0 {
@@ -104,9 +111,52 @@ pub fn label(family: Family, obs: &Observed, sci_af: Option<i32>) -> (String, bo
                     reasons.join(", ")
                 ));
             }
-            (label, true, notes)
+            let all_sci = modes == ["sci"];
+            if require_sci && !all_sci {
+                notes.push(format!(
+                    "{name}: FAILED: --require-sci, but not every AF_SCI socket was in mode \
+                     sci: this column did not measure the SCI data path"
+                ));
+            }
+            (label, all_sci || !require_sci, notes)
         }
     }
+}
+
+/// Whether every socket of `obs` was AF_SCI in mode sci (`--require-sci`).
+pub fn all_sci(obs: &Observed) -> bool {
+    obs.sockets > 0 && obs.sci_modes.keys().eq([1u32].iter()) && obs.sci_modes[&1] == obs.sockets
+}
+
+/// "mode sci x3, native x1 (peer-rejected x1)": the modes of `obs`'s AF_SCI sockets.
+pub fn sci_summary(obs: &Observed) -> String {
+    let modes: Vec<String> = obs
+        .sci_modes
+        .iter()
+        .map(|(&m, n)| {
+            let name = match m {
+                0 => "native",
+                1 => "sci",
+                _ => "unknown",
+            };
+            format!("{name} x{n}")
+        })
+        .collect();
+    let reasons: Vec<String> = obs
+        .sci_reasons
+        .iter()
+        .filter(|(&r, _)| r != 0)
+        .map(|(&r, n)| format!("{} x{n}", sci_reason_name(r)))
+        .collect();
+    let other = obs.sockets - obs.sci_modes.values().sum::<u64>();
+    let mut out = format!("mode {}", modes.join(", "));
+    if other > 0 {
+        out.push_str(&format!(", {other} not AF_SCI"));
+    }
+    if !reasons.is_empty() {
+        out.push_str(&format!("; fallback reasons: {}", reasons.join(", ")));
+    }
+    out
 }
 
 /// The names tools print for `enum sci_fallback_reason` (uapi/linux/af_sci.h).
@@ -262,6 +312,8 @@ pub fn table(columns: &[Column], rows: &[Row]) -> String {
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub profile: &'static str,
+    /// "local", or "remote: FAMILY=ADDR:PORT, ..." (`--remote`).
+    pub mode: String,
     pub repeat: usize,
     pub seconds_per_run: f64,
     pub sci_family: Option<i32>,
@@ -296,7 +348,7 @@ mod tests {
         let mut o = obs(&[(27, 4)]);
         o.sci_modes = BTreeMap::from([(0, 4)]);
         o.sci_reasons = BTreeMap::from([(1, 4)]);
-        let (l, ok, notes) = label(Family::Sci, &o, Some(27));
+        let (l, ok, notes) = label(Family::Sci, &o, Some(27), false);
         assert_eq!(l, "sci(native)");
         assert!(ok);
         assert_eq!(
@@ -306,19 +358,30 @@ mod tests {
         );
         o.sci_modes = BTreeMap::from([(1, 4)]);
         o.sci_reasons = BTreeMap::from([(0, 4)]);
-        let (l, ok, notes) = label(Family::SciPreload, &o, Some(27));
+        let (l, ok, notes) = label(Family::SciPreload, &o, Some(27), false);
         assert_eq!(l, "sci-preload(sci)");
         assert!(ok);
         assert_eq!(notes.len(), 1);
         assert!(notes[0].contains("4 of 4 AF_SCI sockets in mode sci"));
+        // --require-sci: only all-sci passes.
+        assert!(label(Family::SciPreload, &o, Some(27), true).1);
         o.sci_modes = BTreeMap::from([(0, 2), (1, 2)]);
-        assert_eq!(label(Family::Sci, &o, Some(27)).0, "sci(mixed)");
+        let (l, ok, notes) = label(Family::Sci, &o, Some(27), true);
+        assert_eq!(l, "sci(mixed)");
+        assert!(!ok);
+        assert!(notes.last().unwrap().contains("FAILED"));
+        assert_eq!(label(Family::Sci, &o, Some(27), false).0, "sci(mixed)");
         // A preload that did not rewrite: the sockets are TCP.
-        let (l, ok, notes) = label(Family::SciPreload, &obs(&[(2, 3), (27, 1)]), Some(27));
+        let (l, ok, notes) = label(
+            Family::SciPreload,
+            &obs(&[(2, 3), (27, 1)]),
+            Some(27),
+            false,
+        );
         assert_eq!(l, "sci-preload(not-sci)");
         assert!(!ok);
         assert!(notes[0].contains("3 of 4"));
-        assert!(!label(Family::Sci, &obs(&[(27, 1)]), None).1);
+        assert!(!label(Family::Sci, &obs(&[(27, 1)]), None, false).1);
     }
 
     #[test]
@@ -326,27 +389,52 @@ mod tests {
         let mut o = obs(&[(AF_SMC, 2)]);
         o.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_SMCD, 2)]);
         assert_eq!(
-            label(Family::Smc, &o, None),
+            label(Family::Smc, &o, None, false),
             ("smc(smcd)".into(), true, vec![])
         );
         o.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_FALLBACK_TCP, 2)]);
         o.smc_reasons = BTreeMap::from([(smc::SMC_CLC_DECL_NOUEID, 2)]);
-        let (l, ok, notes) = label(Family::Smc, &o, None);
+        let (l, ok, notes) = label(Family::Smc, &o, None, false);
         assert_eq!(l, "smc(fallback)");
         assert!(!ok);
         assert!(notes[0].contains("NOUEID"));
         // What a fallen-back connection looks like: its file now is the TCP socket's.
         let mut f = obs(&[(libc::AF_INET, 2)]);
         f.smc_modes = BTreeMap::from([(smc::SMC_DIAG_MODE_FALLBACK_TCP, 2)]);
-        assert_eq!(label(Family::Smc, &f, None).0, "smc(fallback)");
+        assert_eq!(label(Family::Smc, &f, None, false).0, "smc(fallback)");
         // One fallback among SMC-D connections is still a fallback.
         o.smc_modes = BTreeMap::from([(1, 1), (2, 5)]);
-        assert_eq!(label(Family::Smc, &o, None).0, "smc(fallback)");
+        assert_eq!(label(Family::Smc, &o, None, false).0, "smc(fallback)");
         let mut o = obs(&[(AF_SMC, 1)]);
         o.smc_modes = BTreeMap::from([(2, 1)]);
         o.smc_missing = 1;
-        assert!(!label(Family::Smc, &o, None).1);
-        assert_eq!(label(Family::Smc, &obs(&[(2, 1)]), None).0, "smc(not-smc)");
+        assert!(!label(Family::Smc, &o, None, false).1);
+        assert_eq!(
+            label(Family::Smc, &obs(&[(2, 1)]), None, false).0,
+            "smc(not-smc)"
+        );
+    }
+
+    #[test]
+    fn all_sci_and_summary() {
+        let mut o = obs(&[(27, 2)]);
+        o.sci_modes = BTreeMap::from([(1, 2)]);
+        o.sci_reasons = BTreeMap::from([(0, 2)]);
+        assert!(all_sci(&o));
+        assert_eq!(sci_summary(&o), "mode sci x2");
+        o.sci_modes = BTreeMap::from([(0, 1), (1, 1)]);
+        o.sci_reasons = BTreeMap::from([(0, 1), (4, 1)]);
+        assert!(!all_sci(&o));
+        assert_eq!(
+            sci_summary(&o),
+            "mode native x1, sci x1; fallback reasons: peer-rejected x1"
+        );
+        // A TCP socket among them (a preload that did not rewrite).
+        let mut t = obs(&[(2, 1), (27, 1)]);
+        t.sci_modes = BTreeMap::from([(1, 1)]);
+        assert!(!all_sci(&t));
+        assert_eq!(sci_summary(&t), "mode sci x1, 1 not AF_SCI");
+        assert!(!all_sci(&Observed::default()));
     }
 
     #[test]

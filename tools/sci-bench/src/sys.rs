@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::mem::size_of;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
@@ -88,19 +88,32 @@ impl Drop for Pinned {
     }
 }
 
-/// Where a listener is reached: 127.0.0.1 and a port, or an abstract AF_UNIX name.
+/// Where a listener is reached: 127.0.0.1 and a port, any IPv4 address and port (the
+/// remote mode), or an abstract AF_UNIX name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Endpoint {
     Inet(u16),
+    V4(SocketAddrV4),
     Abstract(Vec<u8>),
 }
 
-fn sockaddr_in(port: u16) -> libc::sockaddr_in {
+impl Endpoint {
+    /// The port of an IPv4 endpoint, 0 for an AF_UNIX name.
+    fn port(&self) -> u16 {
+        match self {
+            Endpoint::Inet(p) => *p,
+            Endpoint::V4(a) => a.port(),
+            Endpoint::Abstract(_) => 0,
+        }
+    }
+}
+
+fn sockaddr_in(addr: Ipv4Addr, port: u16) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
         sin_addr: libc::in_addr {
-            s_addr: u32::from(Ipv4Addr::LOCALHOST).to_be(),
+            s_addr: u32::from(addr).to_be(),
         },
         sin_zero: [0; 8],
     }
@@ -167,8 +180,11 @@ impl Sock {
         f: impl FnOnce(*const libc::sockaddr, libc::socklen_t) -> T,
     ) -> io::Result<T> {
         match ep {
-            Endpoint::Inet(port) => {
-                let sa = sockaddr_in(*port);
+            Endpoint::Inet(_) | Endpoint::V4(_) => {
+                let sa = match ep {
+                    Endpoint::V4(a) => sockaddr_in(*a.ip(), a.port()),
+                    _ => sockaddr_in(Ipv4Addr::LOCALHOST, ep.port()),
+                };
                 Ok(f(
                     (&sa as *const libc::sockaddr_in).cast(),
                     size_of::<libc::sockaddr_in>() as libc::socklen_t,
@@ -231,7 +247,7 @@ impl Sock {
 
     /// The local port of a socket bound to an IPv4 address.
     pub fn local_port(&self) -> io::Result<u16> {
-        let mut sa = sockaddr_in(0);
+        let mut sa = sockaddr_in(Ipv4Addr::UNSPECIFIED, 0);
         let mut len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
         let ptr: *mut libc::sockaddr = (&mut sa as *mut libc::sockaddr_in).cast();
         // SAFETY: ptr and len point to live storage of len bytes; the kernel writes at

@@ -6,6 +6,7 @@ use crate::bench::{self, Net, Sample, Test};
 use crate::sys;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Write};
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
@@ -15,6 +16,8 @@ struct Request {
     test: Test,
     nanos: u64,
     pin: Option<usize>,
+    /// The `sci-bench serve` to measure against (the remote mode).
+    remote: Option<SocketAddrV4>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -44,7 +47,7 @@ pub fn serve() -> io::Result<()> {
     for line in io::stdin().lock().lines() {
         let req: Request = serde_json::from_str(&line?)?;
         let dur = Duration::from_nanos(req.nanos);
-        let reply = match bench::run(Net::Tcp, sci_af, &req.test, dur, req.pin) {
+        let reply = match bench::run(Net::Tcp, sci_af, &req.test, dur, req.pin, req.remote) {
             Ok(s) => Reply::Ok(s),
             Err(e) => Reply::Err(e.to_string()),
         };
@@ -146,8 +149,14 @@ impl Worker {
         Ok(serde_json::from_str(&line)?)
     }
 
-    /// Runs `test` in the child.
-    pub fn run(&mut self, test: &Test, dur: Duration, pin: Option<usize>) -> io::Result<Sample> {
+    /// Runs `test` in the child (against `remote`, a `sci-bench serve`, if given).
+    pub fn run(
+        &mut self,
+        test: &Test,
+        dur: Duration,
+        pin: Option<usize>,
+        remote: Option<SocketAddrV4>,
+    ) -> io::Result<Sample> {
         let stdin = self
             .stdin
             .as_mut()
@@ -158,6 +167,7 @@ impl Worker {
                 test: test.clone(),
                 nanos: dur.as_nanos() as u64,
                 pin,
+                remote,
             },
         )?;
         match self.read()? {
@@ -195,12 +205,14 @@ mod tests {
                 },
                 nanos: 5,
                 pin: Some(1),
+                remote: Some("10.0.0.2:7102".parse().unwrap()),
             },
         )
         .unwrap();
         let line = String::from_utf8(buf).unwrap();
         assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
         let r: Request = serde_json::from_str(&line).unwrap();
+        assert_eq!(r.remote, Some("10.0.0.2:7102".parse().unwrap()));
         assert_eq!(
             r.test,
             Test::Rr {
