@@ -22,7 +22,7 @@ use crate::kthread::{self, KThread, ThreadMain};
 use crate::native::errno;
 use crate::node_map::rules::Ip;
 use crate::own_sk::{wake_sk, Wake};
-use crate::proto::frame::{ConnId, Frame, FrameKind, RejectReason, FRAME_SIZE};
+use crate::proto::frame::{ConnId, Frame, FrameKind, Reason, RejectReason, FRAME_SIZE};
 use crate::proto::queue::{self, QueueParams};
 use crate::proto::ring::RingGeometry;
 use crate::sci_conn::{Conn, RING_LOG2};
@@ -465,7 +465,11 @@ impl ControlPlane {
             }
             FrameKind::Reject => {
                 if let Some(conn) = self.conn_by_id(frame.dst) {
-                    conn.refuse();
+                    if frame.reason == Reason::Reject(RejectReason::NoResources) {
+                        conn.refuse_no_room();
+                    } else {
+                        conn.refuse();
+                    }
                     self.connector.kick();
                 }
             }

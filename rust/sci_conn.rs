@@ -65,6 +65,9 @@ pub(crate) enum Phase {
     Established,
     /// The peer refused; the socket falls back to TCP.
     Refused,
+    /// The peer had no memory for the queues; the socket falls back to TCP (reason
+    /// `no-memory`, as when this node has none).
+    NoRoom,
     /// The peer's node went down before it answered; the socket falls back to TCP (as
     /// when no answer comes in time: reason `timeout`).
     Unanswered,
@@ -133,7 +136,7 @@ impl Conn {
         peer: Addr,
     ) -> Result<Arc<Self>> {
         let rx_size = params.geometry.rx_area_size();
-        let seg = fabric.create_segment(id.slot, rx_size + CREDIT_AREA_SIZE)?;
+        let seg = fabric.create_segment(id.slot, rx_size + CREDIT_AREA_SIZE, peer_node)?;
         queue::init_rx_area(&*seg, 0, params).map_err(proto_err)?;
         queue::init_credit_area(&*seg, rx_size, params).map_err(proto_err)?;
         Arc::pin_init(
@@ -229,6 +232,11 @@ impl Conn {
     /// The peer refused (or never answered): the socket falls back.
     pub(crate) fn refuse(&self) {
         self.inner.lock().phase = Phase::Refused;
+    }
+
+    /// The peer had no memory for the queues: the socket falls back.
+    pub(crate) fn refuse_no_room(&self) {
+        self.inner.lock().phase = Phase::NoRoom;
         self.wake(Wake::State);
     }
 

@@ -57,7 +57,8 @@ impl Fabric for Loopback {
         node == self.node
     }
 
-    fn create_segment(&self, channel: u32, len: usize) -> Result<Arc<SegMem>> {
+    // Every segment is this node's, and so is every peer.
+    fn create_segment(&self, channel: u32, len: usize, _peer: NodeId) -> Result<Arc<SegMem>> {
         let seg = Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?;
         let old = {
             let mut table = self.exports.lock();

@@ -49,8 +49,10 @@ pub(crate) trait Fabric: Send + Sync {
     fn reaches(&self, node: NodeId) -> bool;
 
     /// Creates a zeroed local segment of at least `len` bytes, exported under
-    /// `channel` until the returned handle is dropped.
-    fn create_segment(&self, channel: u32, len: usize) -> Result<Arc<SegMem>>;
+    /// `channel` until the returned handle is dropped. `peer` is the node that will map
+    /// it: a backend whose memory for other nodes is exhausted says `ENOMEM` for another
+    /// node's segment rather than hand out one that node cannot map.
+    fn create_segment(&self, channel: u32, len: usize, peer: NodeId) -> Result<Arc<SegMem>>;
 
     /// Maps the segment `node` exported under `channel`.
     fn map_segment(&self, node: NodeId, channel: u32) -> Result<Arc<SegMem>>;

@@ -84,7 +84,7 @@ struct End {
 /// on (whose credit area it holds).
 fn endpoint(fabric: &dyn Fabric, channel: u32, rx: QueueParams, tx: QueueParams) -> Result<End> {
     let rx_size = rx.geometry.rx_area_size();
-    let seg = fabric.create_segment(channel, rx_size + CREDIT_AREA_SIZE)?;
+    let seg = fabric.create_segment(channel, rx_size + CREDIT_AREA_SIZE, fabric.local_node())?;
     queue::init_rx_area(&*seg, 0, rx).map_err(|_| EINVAL)?;
     queue::init_credit_area(&*seg, rx_size, tx).map_err(|_| EINVAL)?;
     Ok(End {

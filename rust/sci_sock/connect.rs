@@ -243,6 +243,7 @@ impl SciSock {
                 Self::abandon(&conn);
                 Err(match phase {
                     Phase::Refused => FallbackReason::PeerRejected,
+                    Phase::NoRoom => FallbackReason::NoMemory,
                     // No answer in time, the node went down first, or a signal cut the
                     // wait short.
                     _ => FallbackReason::Timeout,

@@ -549,7 +549,7 @@ impl Fabric for Ivshmem {
                 .is_some_and(|p| p.reachable.load(Ordering::Acquire))
     }
 
-    fn create_segment(&self, channel: u32, len: usize) -> Result<Arc<SegMem>> {
+    fn create_segment(&self, channel: u32, len: usize, peer: NodeId) -> Result<Arc<SegMem>> {
         let s = &self.shared;
         let slot = channel as usize;
         if slot >= s.exports.lock().len() {
@@ -557,8 +557,10 @@ impl Fabric for Ivshmem {
         }
         let (seg, entry) = match self.heap_segment(channel, len)? {
             Some((seg, entry)) => (seg, Some(entry)),
-            // Heap full: kernel memory, for this node's own connections only.
-            None => (Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?, None),
+            // Heap full: kernel memory, for this node's own connections only (another
+            // node could not map it).
+            None if peer == s.me => (Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?, None),
+            None => return Err(ENOMEM),
         };
         let old = {
             let mut table = s.exports.lock();

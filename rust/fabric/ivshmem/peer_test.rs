@@ -66,7 +66,7 @@ pub(super) fn run(fabric: &Ivshmem, peer: NodeId, port: u16, hold_s: u32) -> Res
         start: 1 << 33,
     };
     let rx_size = geometry.rx_area_size();
-    let seg = fabric.create_segment(CHANNEL, rx_size + CREDIT_AREA_SIZE)?;
+    let seg = fabric.create_segment(CHANNEL, rx_size + CREDIT_AREA_SIZE, peer)?;
     queue::init_rx_area(&*seg, 0, params).map_err(|_| EINVAL)?;
     queue::init_credit_area(&*seg, rx_size, params).map_err(|_| EINVAL)?;
     let id = ConnId {

@@ -133,7 +133,7 @@ pub(crate) fn run() -> Result {
     })?;
 
     // A segment lands in the heap and is published.
-    let seg = fabric.create_segment(3, 10000)?;
+    let seg = fabric.create_segment(3, 10000, me)?;
     let (span, _) = s.region.lookup(me, 3).ok_or(EIO)?;
     check(
         span.len == 3 * PAGE_SIZE && crate::proto::segment::Segment::len(&seg) == span.len,
@@ -146,9 +146,17 @@ pub(crate) fn run() -> Result {
     )?;
     drop(seg);
 
-    // Larger than the heap: kernel memory, not published, mappable locally.
+    // Larger than the heap: kernel memory, not published, mappable locally; refused for
+    // another node, which could not map it.
     let (_, heap_pages) = s.heap.usage();
-    let big = fabric.create_segment(4, (heap_pages + 1) * PAGE_SIZE)?;
+    check(
+        fabric
+            .create_segment(4, (heap_pages + 1) * PAGE_SIZE, me + 1)
+            .err()
+            == Some(ENOMEM),
+        "an oversized segment for another node was not refused",
+    )?;
+    let big = fabric.create_segment(4, (heap_pages + 1) * PAGE_SIZE, me)?;
     check(
         s.region.lookup(me, 4).is_none() && fabric.map_segment(me, 4).is_ok(),
         "an oversized segment did not fall back to kernel memory",
