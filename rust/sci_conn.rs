@@ -29,8 +29,10 @@ use crate::proto::frame::{ConnId, QueueOffer, ValidOffer};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::ring::CREDIT_AREA_SIZE;
 use core::ffi::c_int;
+use core::sync::atomic::{AtomicI64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
+use kernel::time::Ktime;
 
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
 /// loopback, so a program that writes before it reads behaves as on TCP).
@@ -119,7 +121,24 @@ fn partial(done: usize, err: Error) -> Result<c_int> {
     }
 }
 
-fn proto_err<E>(_: E) -> Error {
+/// A protocol error (the peer broke the queue protocol, or its memory went away): the
+/// call fails with `EPROTO` and the connection is aborted. Logged, at most once a second
+/// (endpoints latch the error and return it on every later call): a peer's bug, a
+/// scribbled region or a fabric fault is worth knowing about.
+fn proto_err<E: core::fmt::Debug>(e: E) -> Error {
+    static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+    let now = Ktime::ktime_get().to_ms();
+    let last = LAST_LOG_MS.load(Ordering::Relaxed);
+    if now.saturating_sub(last) >= 1000
+        && LAST_LOG_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        pr_warn!(
+            "SCI connection protocol error: {:?}; the connection is aborted\n",
+            e
+        );
+    }
     errno(bindings::EPROTO)
 }
 
