@@ -525,13 +525,23 @@ fn multi(
         observed.add(k);
     }
     observed.add_smc(&checks)?;
-    let barrier = Arc::new(Barrier::new(streams));
+    let rate = concurrent_rate(clients, size, dur)?;
+    join(srv)?;
+    Ok(Sample {
+        values: vec![rate],
+        observed,
+    })
+}
+
+/// Ping-pong of `size` bytes on every client at once for `dur` (each warms up on its own
+/// first, then all start together): transactions per second over all of them.
+pub(crate) fn concurrent_rate(clients: Vec<Sock>, size: usize, dur: Duration) -> io::Result<f64> {
+    let barrier = Arc::new(Barrier::new(clients.len()));
     let workers: Vec<_> = clients
         .into_iter()
         .map(|c| {
             let barrier = barrier.clone();
             thread::spawn(move || -> io::Result<(u64, Duration)> {
-                // Warm up on its own, then all start together.
                 transact(&c, size, size, Duration::ZERO, dur / 10, false)?;
                 barrier.wait();
                 let (n, elapsed, _) = transact(&c, size, size, Duration::ZERO, dur, false)?;
@@ -552,14 +562,10 @@ fn multi(
             Err(_) => first_err = first_err.or(Some(io::Error::other("client panicked"))),
         }
     }
-    if let Some(e) = first_err {
-        return Err(e);
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(total as f64 / longest.as_secs_f64()),
     }
-    join(srv)?;
-    Ok(Sample {
-        values: vec![total as f64 / longest.as_secs_f64()],
-        observed,
-    })
 }
 
 /// Runs `test` once on `net` for `dur`. `sci_af` is the loaded AF_SCI family number (used

@@ -16,7 +16,6 @@ use crate::stats;
 use crate::sys::{self, Endpoint, SciInfo, Sock};
 use std::io;
 use std::net::SocketAddrV4;
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -371,37 +370,8 @@ fn multi(
         checks.extend(k);
         clients.push(c);
     }
-    let barrier = Arc::new(Barrier::new(streams));
-    let workers: Vec<_> = clients
-        .into_iter()
-        .map(|c| {
-            let barrier = barrier.clone();
-            thread::spawn(move || -> io::Result<(u64, Duration)> {
-                bench::transact(&c, size, size, Duration::ZERO, dur / 10, false)?;
-                barrier.wait();
-                let (n, elapsed, _) = bench::transact(&c, size, size, Duration::ZERO, dur, false)?;
-                Ok((n, elapsed))
-            })
-        })
-        .collect();
-    let mut total = 0u64;
-    let mut longest = Duration::ZERO;
-    let mut first_err = None;
-    for w in workers {
-        match w.join() {
-            Ok(Ok((n, elapsed))) => {
-                total += n;
-                longest = longest.max(elapsed);
-            }
-            Ok(Err(e)) => first_err = first_err.or(Some(e)),
-            Err(_) => first_err = first_err.or(Some(io::Error::other("client panicked"))),
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
     Ok(Sample {
-        values: vec![total as f64 / longest.as_secs_f64()],
+        values: vec![bench::concurrent_rate(clients, size, dur)?],
         observed: observed(&checks),
     })
 }
