@@ -1,8 +1,15 @@
-"""What the pair tests' guest scripts share: TAP output, and the patterns each guest writes
-into its own half of the shared memory for the other to read back."""
+"""What the pair tests' guest scripts share: TAP output, messages between the guests
+through the control directory, and the patterns each guest writes into its own half of the
+shared memory for the other to read back."""
 
+import json
+import os
 import random
 import sys
+import time
+
+# How long a guest waits for the other's message by default (s).
+WAIT = 240
 
 
 class Tap:
@@ -37,6 +44,27 @@ class Tap:
             sys.exit(1)
         if done:
             self.done()
+
+
+def put(name, **obj):
+    """Writes $SCI_PAIR_CTL/name atomically (the other guest polls for it)."""
+    ctl = os.environ["SCI_PAIR_CTL"]
+    tmp = f"{ctl}/.{name}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, f"{ctl}/{name}")
+
+
+def get(name, timeout=WAIT):
+    """Waits up to `timeout` s for $SCI_PAIR_CTL/name and returns what it holds."""
+    path = f"{os.environ['SCI_PAIR_CTL']}/{name}"
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise TimeoutError(f"no {name} after {timeout} s")
+        time.sleep(0.05)
+    with open(path) as f:
+        return json.load(f)
 
 
 def half(size, owner):
