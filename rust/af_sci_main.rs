@@ -8,12 +8,16 @@
 //! and, when no SCI data path can serve the connection, carries its bytes.
 //!
 //! Files: `socket_adapter.rs` (family registration and `proto_ops`), `sci_sock.rs` (the
-//! socket), `native.rs` (the native TCP socket), `node_map.rs` + `config/rules.rs` (the
+//! socket), `native.rs` (the native TCP socket), `handover.rs` (a fallen-back socket's file
+//! goes straight to its native socket), `node_map.rs` + `config/rules.rs` (the
 //! connect-time decision), `sockets.rs` (module-wide state, socket registry, counters),
 //! `netlink.rs` + `netlink_adapter.rs` (the `af_sci` generic netlink family),
 //! `control.rs` + `connector.rs` + `sci_conn.rs` + `conn_addr.rs` + `fabric/` + `proto/`
 //! (the SCI data path),
 //! `bindings.rs` + `shim.c` + `genl.c` (C glue).
+
+// `pin_init!` of `SciSock` (many fields) expands deeper than the default limit of 128.
+#![recursion_limit = "256"]
 
 mod bindings;
 mod conn_addr;
@@ -21,6 +25,7 @@ mod connector;
 mod control;
 mod fabric;
 mod global;
+mod handover;
 mod kthread;
 mod native;
 mod netlink;

@@ -20,6 +20,7 @@ use crate::conn_addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr}
 use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::global;
+use crate::handover;
 use crate::native::{errno, File, Msg, Native, NativeHooks, OptVal, SockAddr};
 use crate::node_map::{
     self,
@@ -121,6 +122,9 @@ pub(crate) struct SciSock {
     registry_id: AtomicU64,
     /// `SCI_SPIN_US`, or [`SPIN_DEFAULT`] to follow the module parameter.
     spin_us: AtomicU32,
+    /// The file went to the native socket (`handover.rs`): the program's calls go
+    /// straight to TCP; only kernel users and calls already under way still come here.
+    handed_over: AtomicBool,
 }
 
 /// `SciSock::spin_us` when the socket follows the `spin_us` module parameter.
@@ -154,6 +158,7 @@ impl SciSock {
             fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
             registry_id: AtomicU64::new(0),
             spin_us: AtomicU32::new(SPIN_DEFAULT),
+            handed_over: AtomicBool::new(false),
         })
     }
 
@@ -172,6 +177,25 @@ impl SciSock {
         self.install(own, native, Some(&listener.hooks));
         own.stats().socket_created();
         self.fall_back(own, FallbackReason::PeerTcp);
+        self.hand_over_if_connected(own, &native);
+    }
+
+    /// Once this socket's bytes go over a connected native socket (a fallback, or a TCP
+    /// peer), hands the file to it, so the program's calls cost what TCP's cost
+    /// (`handover.rs`). Kernel sockets have no file and keep forwarding.
+    fn hand_over_if_connected(&self, own: &OwnSk, native: &Native) {
+        if self.kern || self.handed_over.load(Ordering::Relaxed) {
+            return;
+        }
+        // Only a native connection puts the native socket in these states: the native
+        // socket of an SCI connection is bound, never connected.
+        let state = u32::from(native.state());
+        if state != bindings::TCP_ESTABLISHED && state != bindings::TCP_CLOSE_WAIT {
+            return;
+        }
+        if handover::hand_over(own, *native) {
+            self.handed_over.store(true, Ordering::Relaxed);
+        }
     }
 
     /// How long a blocking send or receive polls before it sleeps (microseconds).
@@ -497,6 +521,7 @@ impl SciSock {
             );
         }
         let native = self.native();
+        self.hand_over_if_connected(own, &native);
         self.sync_error(own, &native);
         native.copy_alloc_flags_from(own.as_ptr());
         let r = native.sendmsg(msg, len);
@@ -521,6 +546,7 @@ impl SciSock {
             }
         }
         let native = self.native();
+        self.hand_over_if_connected(own, &native);
         self.sync_error(own, &native);
         native.copy_alloc_flags_from(own.as_ptr());
         let r = native.recvmsg(msg, len, flags);
@@ -614,6 +640,9 @@ impl SciSock {
             }
         }
         let native = self.native();
+        if self.handed_over.load(Ordering::Relaxed) {
+            handover::take_back(own, native);
+        }
         native.detach(&self.hooks);
         self.native.store(ptr::null_mut(), Ordering::Release);
         native.release();

@@ -3,6 +3,7 @@
  * af_sci C shim: static inline functions, macros and C-only statics that Linux 6.12's
  * Rust bindings lack.  No logic lives here; see shim.h.
  */
+#include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <net/sock.h>
@@ -285,6 +286,37 @@ long sci_wait_sleep(struct wait_queue_entry *wait, long timeo)
 void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait)
 {
 	remove_wait_queue(sk_sleep(sk), wait);
+}
+
+/*
+ * TCP's proto_ops for @family, read from a probe socket: inet6_stream_ops is not
+ * exported, and the table of a live socket is what a fallen-back socket must copy.
+ * NULL when the family cannot be created (no IPv6).
+ */
+const struct proto_ops *sci_tcp_ops(int family)
+{
+	const struct proto_ops *ops;
+	struct socket *sock;
+
+	if (sock_create_kern(&init_net, family, SOCK_STREAM, IPPROTO_TCP, &sock))
+		return NULL;
+	ops = sock->ops;
+	sock_release(sock);
+	return ops;
+}
+
+/* The socket a socket file was created for (its inode's), whatever private_data says. */
+struct socket *sci_file_socket(struct file *file)
+{
+	return SOCKET_I(file_inode(file));
+}
+
+void sci_sock_set_fasync(struct sock *sk, bool on)
+{
+	if (on)
+		sock_set_flag(sk, SOCK_FASYNC);
+	else
+		sock_reset_flag(sk, SOCK_FASYNC);
 }
 
 bool sci_signal_pending(void) { return signal_pending(current); }

@@ -103,6 +103,10 @@ void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
  * Sleeping on a socket's wait queue without losing a wake-up: add the entry first,
  * re-check the condition, then sleep (wait_woken remembers a wake that came between).
  */
+const struct proto_ops *sci_tcp_ops(int family);
+struct socket *sci_file_socket(struct file *file);
+void sci_sock_set_fasync(struct sock *sk, bool on);
+
 void sci_wait_init(struct wait_queue_entry *wait);
 void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait);
 long sci_wait_sleep(struct wait_queue_entry *wait, long timeo);

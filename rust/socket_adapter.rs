@@ -7,6 +7,7 @@
 //! owns the only raw accesses to our own `struct sock`.
 
 use crate::bindings;
+use crate::handover;
 use crate::native::{File, Msg, OptVal, PollTable, SockAddr};
 use crate::own_sk::OwnSk;
 use crate::sci_sock::{Accepted, SciSock};
@@ -316,6 +317,16 @@ unsafe extern "C" fn accept(
     0
 }
 
+/// Whether `sock` is an `AF_SCI` socket (has our `proto_ops`).
+///
+/// # Safety
+///
+/// `sock` is a live socket.
+pub(crate) unsafe fn is_sci_socket(sock: *mut bindings::socket) -> bool {
+    // SAFETY: see the function's contract.
+    ptr::eq(unsafe { (*sock).ops }, OPS.load(Ordering::Relaxed))
+}
+
 /// Calls `f` on every `AF_SCI` socket of namespace `net` whose registry id is above
 /// `after`, in id order, until it returns false (the socket dump).
 pub(crate) fn for_each_socket(
@@ -427,7 +438,7 @@ unsafe extern "C" fn shutdown(sock: *mut bindings::socket, how: c_int) -> c_int 
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn setsockopt(
+pub(crate) unsafe extern "C" fn setsockopt(
     sock: *mut bindings::socket,
     level: c_int,
     optname: c_int,
@@ -444,7 +455,7 @@ unsafe extern "C" fn setsockopt(
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn getsockopt(
+pub(crate) unsafe extern "C" fn getsockopt(
     sock: *mut bindings::socket,
     level: c_int,
     optname: c_int,
@@ -508,7 +519,7 @@ unsafe extern "C" fn splice_read(
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
+pub(crate) unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
     // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
     unsafe {
         let (_, state) = parts(sock);
@@ -538,6 +549,8 @@ pub(crate) struct Family {
     /// undoes them.
     registered: bool,
     globals: Pin<KBox<Globals>>,
+    /// The `proto_ops` of native sockets that took over a file (`handover.rs`).
+    _handover: KBox<handover::Tables>,
 }
 
 // SAFETY: the tables are written once before registration and only read afterwards; the
@@ -598,6 +611,7 @@ impl Family {
                 },
                 registered: false,
                 globals: KBox::pin_init(Globals::new(), GFP_KERNEL)?,
+                _handover: handover::Tables::new()?,
             },
             GFP_KERNEL,
         )?;

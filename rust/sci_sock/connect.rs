@@ -86,6 +86,9 @@ impl SciSock {
         }
         self.sync_error(own, &native);
         let r = native.connect(addr, flags);
+        if r.is_ok() {
+            self.hand_over_if_connected(own, &native);
+        }
         self.consumed(own, r)
     }
 

@@ -88,6 +88,7 @@ static const struct test tests[] = {
 	{ "sci_udp_proto_unsupported", t_sci_udp_proto, 0, true },
 	{ "sci_info_short_optlen", t_sci_info_short, 0, true },
 	{ "sci_info_set_enoprotoopt", t_sci_info_set, 0, true },
+	{ "sci_fallback_handover", t_sci_fallback_handover, 0, true },
 	/* TABLE-END */
 };
 

@@ -47,3 +47,116 @@ void t_sci_info_set(void)
 	EXPECT_ERR(setsockopt(fd, SOL_SCI, SCI_INFO, &info, sizeof(info)), ENOPROTOOPT);
 	close(fd);
 }
+
+static struct sci_info sci_info_of(int fd)
+{
+	struct sci_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len) < 0)
+		FAIL("getsockopt(SOL_SCI, SCI_INFO): %s", ename(errno));
+	return info;
+}
+
+/* Whether /proc/self/fdinfo/FD has the line "sci-mode:\t<mode>". */
+static bool fdinfo_mode(int fd, const char *mode)
+{
+	char path[64], line[256], want[64];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	snprintf(want, sizeof(want), "sci-mode:\t%s\n", mode);
+	f = fopen(path, "r");
+	CHECK(f, "%s: %s", path, ename(errno));
+	while (fgets(line, sizeof(line), f))
+		found |= !strcmp(line, want);
+	fclose(f);
+	return found;
+}
+
+static volatile sig_atomic_t g_sigios;
+static void on_sigio(int sig) { (void)sig; g_sigios++; }
+
+/* The AF_SCI end of a native connection: still AF_SCI to SCI_INFO, SCI_SPIN_US, fdinfo. */
+static void check_handed_over(int fd, unsigned reason)
+{
+	struct sci_info info = sci_info_of(fd);
+
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_DOMAIN), AF_INET);
+	EXPECT_EQ(info.mode, SCI_MODE_NATIVE);
+	if (reason != SCI_FALLBACK_NONE)
+		EXPECT_EQ(info.fallback_reason, reason);
+	CHECK(info.fallback_reason != SCI_FALLBACK_NONE, "native without a fallback reason");
+	EXPECT_EQ(info.native_family, AF_INET);
+	EXPECT_EQ(info.state, TCP_ESTABLISHED);
+	setint(fd, SOL_SCI, SCI_SPIN_US, 7);
+	EXPECT_EQ(getint(fd, SOL_SCI, SCI_SPIN_US), 7);
+	EXPECT_EQ(getint(fd, SOL_SCI, SCI_NATIVE_FAMILY), AF_INET);
+	CHECK(fdinfo_mode(fd, "native"), "fdinfo of a handed-over socket lacks sci-mode native");
+}
+
+/*
+ * A connection that fell back hands its file to the native TCP socket (handover.rs), so
+ * its calls cost what TCP's cost. SO_DOMAIN then reads AF_INET; SCI_INFO, SCI_SPIN_US and
+ * fdinfo still answer; an epoll entry and O_ASYNC set up before the handover still fire.
+ */
+void t_sci_fallback_handover(void)
+{
+	struct sockaddr_storage ss;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	uint16_t port = 0;
+	int tl = tcp_socket(AF_INET), c, s, ep, l, tc, as;
+	socklen_t len;
+	char b = 'x';
+
+	/* An AF_SCI client of a plain TCP server: peer-rejected (or port-excluded). */
+	bind_lo(tl, AF_INET, 0);
+	SYS(listen(tl, 4));
+	c = ut_socket(AF_INET);
+	EXPECT_EQ(getint(c, SOL_SOCKET, SO_DOMAIN), g_sci_family);
+	ep = SYS(epoll_create1(0));
+	ev.data.fd = c;
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	signal(SIGIO, on_sigio);
+	SYS(fcntl(c, F_SETOWN, getpid()));
+	SYS(fcntl(c, F_SETFL, O_ASYNC | O_NONBLOCK));
+	len = mkaddr(AF_INET, local_port(tl), &ss);
+	if (connect(c, (struct sockaddr *)&ss, len) < 0)
+		CHECK(errno == EINPROGRESS, "connect: %s", ename(errno));
+	wait_for(c, POLLOUT);
+	s = SYS(accept(tl, NULL, NULL));
+	/* The first send of the connected socket hands the file over. */
+	EXPECT_EQ(send(c, &b, 1, 0), 1);
+	check_handed_over(c, SCI_FALLBACK_NONE);
+	EXPECT_EQ(recv(s, &b, 1, 0), 1);
+	/* Registered on the AF_SCI socket before: still woken by the native socket. */
+	while (epoll_wait(ep, &ev, 1, 0) > 0)
+		;
+	g_sigios = 0;
+	EXPECT_EQ(send(s, &b, 1, 0), 1);
+	EXPECT_EQ(epoll_wait(ep, &ev, 1, 5000), 1);
+	EXPECT_EQ(ev.data.fd, c);
+	CHECK(ev.events & EPOLLIN, "epoll reported %#x, not EPOLLIN", ev.events);
+	for (int i = 0; i < 500 && !g_sigios; i++)
+		msleep(10);
+	CHECK(g_sigios > 0, "no SIGIO after the handover");
+	EXPECT_EQ(recv(c, &b, 1, 0), 1);
+	echo_check(c, s, 70000, 61);
+	close(ep);
+
+	/* A plain TCP client of an AF_SCI listener: the accepted socket is handed over. */
+	l = ut_listener(AF_INET, &port, 4);
+	tc = tcp_socket(AF_INET);
+	connect_lo(tc, AF_INET, port);
+	as = SYS(accept(l, NULL, NULL));
+	check_handed_over(as, SCI_FALLBACK_PEER_TCP);
+	echo_check(tc, as, 70000, 62);
+	close(tc);
+	EXPECT_EQ(recv(as, &b, 1, 0), 0);
+	close(as);
+	close(l);
+	close(c);
+	close(s);
+	close(tl);
+}

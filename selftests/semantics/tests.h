@@ -89,5 +89,6 @@ void t_sci_dgram(void);
 void t_sci_udp_proto(void);
 void t_sci_info_short(void);
 void t_sci_info_set(void);
+void t_sci_fallback_handover(void);
 
 #endif /* SOCK_SEMANTICS_TESTS_H */
