@@ -197,12 +197,20 @@ pub struct Sample {
 /// Checks a socket: `SO_DOMAIN`, `SCI_INFO` when it is AF_SCI, and for `Net::Smc` its
 /// inode, to look it up in `smc_diag` (a connection that fell back to TCP has its file
 /// switched to the TCP socket, so `SO_DOMAIN` then says AF_INET; `smc_diag` says why).
+/// An AF_SCI connection that fell back hands its file to its TCP socket the same way;
+/// `SCI_INFO`, which only AF_SCI sockets answer, still tells it, and it counts as AF_SCI.
 pub(crate) fn check(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<SockCheck> {
-    let domain = s.domain()?;
-    let sci = if Some(domain) == sci_af {
-        Some(s.sci_info()?)
-    } else {
-        None
+    let mut domain = s.domain()?;
+    let sci = match sci_af {
+        Some(af) if domain == af => Some(s.sci_info()?),
+        Some(af) if domain == libc::AF_INET || domain == libc::AF_INET6 => {
+            let info = s.sci_info().ok();
+            if info.is_some() {
+                domain = af;
+            }
+            info
+        }
+        _ => None,
     };
     let inode = if net == Net::Smc { s.inode()? } else { 0 };
     Ok(SockCheck { domain, sci, inode })
