@@ -31,10 +31,14 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
 
 /// TCP's `proto_ops` (index 0: `AF_INET`, 1: `AF_INET6`), and our copies of them.
-static TCP_OPS: [AtomicPtr<bindings::proto_ops>; 2] =
-    [AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut())];
-static HANDOVER_OPS: [AtomicPtr<bindings::proto_ops>; 2] =
-    [AtomicPtr::new(ptr::null_mut()), AtomicPtr::new(ptr::null_mut())];
+static TCP_OPS: [AtomicPtr<bindings::proto_ops>; 2] = [
+    AtomicPtr::new(ptr::null_mut()),
+    AtomicPtr::new(ptr::null_mut()),
+];
+static HANDOVER_OPS: [AtomicPtr<bindings::proto_ops>; 2] = [
+    AtomicPtr::new(ptr::null_mut()),
+    AtomicPtr::new(ptr::null_mut()),
+];
 
 fn index(family: c_int) -> Option<usize> {
     match family as u32 {
@@ -56,7 +60,10 @@ impl Tables {
     pub(crate) fn new() -> Result<KBox<Self>> {
         let mut tables = KBox::new(
             Self {
-                ops: [bindings::proto_ops::default(), bindings::proto_ops::default()],
+                ops: [
+                    bindings::proto_ops::default(),
+                    bindings::proto_ops::default(),
+                ],
             },
             GFP_KERNEL,
         )?;

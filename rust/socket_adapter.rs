@@ -519,7 +519,10 @@ unsafe extern "C" fn splice_read(
 /// # Safety
 ///
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-pub(crate) unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
+pub(crate) unsafe extern "C" fn show_fdinfo(
+    m: *mut bindings::seq_file,
+    sock: *mut bindings::socket,
+) {
     // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
     unsafe {
         let (_, state) = parts(sock);
