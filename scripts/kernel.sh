@@ -2,10 +2,15 @@
 # Build (or reuse) the guest kernel for af_sci.
 #
 # The build lives outside the work tree, under $AF_SCI_CACHE (default ~/.cache/af_sci),
-# keyed by the Debian linux-source-6.12 package version and a hash of the config fragment:
-#   src-<version>/              the unpacked source (shared by every fragment)
+# keyed by the Debian linux-source-6.12 package version and a hash of the config fragment
+# followed by every kernel/patches/*.patch in order (KERNEL_PATCHES names another directory):
+#   src-<version>/              the unpacked source, never modified (shared by every key)
+#   src-<version>-p<phash>/     with patches: a hardlink copy of it (cp -al) with the patches
+#                               applied (patch writes new files, breaking the links it edits);
+#                               <phash> covers the patches only, so fragments share it
 #   kernel-<version>-<hash>/    the O= build directory, with a .af_sci-built stamp when done
-# An unchanged key reuses the build; a changed one builds a new directory.
+# An unchanged key reuses the build; a changed one builds a new directory. Without patches
+# the key is the fragment's hash alone, as before patches existed.
 #
 #   scripts/kernel.sh            build if needed, then print the build directory
 #   scripts/kernel.sh --dir      print the build directory without building
@@ -16,20 +21,42 @@ fragment=${KCONFIG_FRAGMENT:-$top/kernel/af_sci.config}
 cache=${AF_SCI_CACHE:-$HOME/.cache/af_sci}
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) || {
 	echo "kernel.sh: linux-source-6.12 is not installed (run 'make deps')" >&2; exit 1; }
-hash=$(cat "$fragment" | sha256sum | cut -c1-12)
-src=$cache/src-$version
+patchdir=${KERNEL_PATCHES:-$top/kernel/patches}
+patches=()
+for p in "$patchdir"/*.patch; do [ -f "$p" ] && patches+=("$p"); done
+# The patches with their names, in the order they are applied.
+patch_set() { for p in "${patches[@]}"; do printf '\n# %s\n' "$(basename "$p")"; cat "$p"; done; }
+hash=$( { cat "$fragment"; patch_set; } | sha256sum | cut -c1-12)
+pristine=$cache/src-$version
+src=$pristine
+if [ "${#patches[@]}" != 0 ]; then src=$pristine-p$(patch_set | sha256sum | cut -c1-12); fi
 out=$cache/kernel-$version-$hash
 
 if [ "${1:-}" = "--dir" ]; then echo "$out"; exit 0; fi
 if [ -f "$out/.af_sci-built" ]; then echo "$out"; exit 0; fi
 
 mkdir -p "$cache"
-if [ ! -f "$src/Makefile" ]; then
-	echo "kernel.sh: unpacking linux-source-6.12 $version into $src" >&2
+if [ ! -f "$pristine/Makefile" ]; then
+	echo "kernel.sh: unpacking linux-source-6.12 $version into $pristine" >&2
 	tmp=$(mktemp -d "$cache/unpack.XXXXXX")
 	tar -C "$tmp" -xf /usr/src/linux-source-6.12.tar.xz
+	rm -rf "$pristine"
+	mv "$tmp/linux-source-6.12" "$pristine"
+	rmdir "$tmp"
+fi
+if [ "$src" != "$pristine" ] && [ ! -f "$src/.af_sci-patched" ]; then
+	echo "kernel.sh: applying ${#patches[@]} patch(es) from $patchdir in $src" >&2
+	tmp=$(mktemp -d "$cache/patch.XXXXXX")
+	cp -al "$pristine" "$tmp/src"
+	for p in "${patches[@]}"; do
+		echo "kernel.sh:   $(basename "$p")" >&2
+		patch -s -p1 --forward --no-backup-if-mismatch -d "$tmp/src" < "$p" >&2 || {
+			echo "kernel.sh: $(basename "$p") does not apply to Linux $version" >&2
+			rm -rf "$tmp"; exit 1; }
+	done
+	touch "$tmp/src/.af_sci-patched"
 	rm -rf "$src"
-	mv "$tmp/linux-source-6.12" "$src"
+	mv "$tmp/src" "$src"
 	rmdir "$tmp"
 fi
 
