@@ -1,15 +1,30 @@
 """What the pair tests' guest scripts share: TAP output, messages between the guests
-through the control directory, and the patterns each guest writes into its own half of the
-shared memory for the other to read back."""
+through the control directory, the patterns each guest writes into its own half of the
+shared memory for the other to read back, and the AF_SCI setup of the guests (af_sci.ko
+on the ivshmem fabric, the node map, going on under sci-run, SCI_INFO, the dmesg check)."""
 
 import json
 import os
 import random
+import re
+import struct
+import subprocess
 import sys
 import time
 
 # How long a guest waits for the other's message by default (s).
 WAIT = 240
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCI_RUN = f"{TOP}/tools/sci-run"
+SCICTL = f"{TOP}/tools/target/release/scictl"
+KO = f"{TOP}/af_sci.ko"
+SOL_SCI, SCI_INFO = 300, 1
+MODE = {0: "native", 1: "sci"}
+REASON = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
+          4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
+# Guest A is node 0, guest B node 1 (selftests/vm-pair's addresses).
+A, B = "10.0.0.1", "10.0.0.2"
 
 
 class Tap:
@@ -26,6 +41,11 @@ class Tap:
         self.failed += not good
         print(f"{'ok' if good else 'not ok'} {self.n} - {self.name}: {what}", flush=True)
         return good
+
+    def skip(self, what, why):
+        """A check that cannot run here: counted as passed, with TAP's SKIP directive."""
+        self.n += 1
+        print(f"ok {self.n} - {self.name}: {what} # SKIP {why}", flush=True)
 
     def note(self, text):
         print(f"# {self.name}: {text}", flush=True)
@@ -86,3 +106,81 @@ def write_pattern(mem, owner, seed):
 def pattern_ok(mem, owner, seed):
     return all(mem[off:off + n] == random.Random(seed + i).randbytes(n)
                for i, (off, n) in enumerate(blocks(len(mem), owner)))
+
+
+# --- AF_SCI in the guests -------------------------------------------------------------------
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True)
+
+
+def info(sock):
+    """(mode, fallback reason) from SCI_INFO; ("tcp", "-") for a plain TCP socket."""
+    try:
+        mode, reason, _, _ = struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))
+    except OSError:
+        return "tcp", "-"
+    return MODE.get(mode, str(mode)), REASON.get(reason, str(reason))
+
+
+def recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"EOF after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def load_module(tap, role, more_nodes=()):
+    """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1), the node map (A and B,
+    plus more_nodes: (address, node) pairs), and a wait until the two nodes are linked."""
+    node = 0 if role == "a" else 1
+    r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes=2")
+    if not tap.check(r.returncode == 0, f"insmod af_sci.ko fabric=ivshmem node_id={node}"):
+        tap.note(r.stderr.strip() + " / " + sh("dmesg | tail -n 5").stdout)
+        raise RuntimeError("no module")
+    with open("/tmp/nodes.conf", "w") as f:
+        for addr, n in ((A, 0), (B, 1), *more_nodes):
+            f.write(f"{addr} {n}\n")
+    extra = "".join(f", {addr} node {n}" for addr, n in more_nodes)
+    tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
+              f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
+    end = time.monotonic() + WAIT
+    while "linked with node" not in sh("dmesg").stdout and time.monotonic() < end:
+        time.sleep(0.1)
+    tap.check("linked with node" in sh("dmesg").stdout, "the fabric links the two nodes")
+
+
+def exec_preloaded(tap, script, args):
+    """Goes on as `script ARGS --loaded N FAILED` under sci-run, keeping the TAP count: the
+    preload reads the family number once, when the program starts, so after insmod."""
+    os.execv(SCI_RUN, [SCI_RUN, sys.executable, script, *args, "--loaded", str(tap.n),
+                       str(tap.failed)])
+
+
+def resume_preloaded(tap, argv):
+    """In exec_preloaded's continuation: takes up the TAP count; False when not one."""
+    if "--loaded" not in argv:
+        return False
+    at = argv.index("--loaded")
+    tap.n, tap.failed = int(argv[at + 1]), int(argv[at + 2])
+    return True
+
+
+def note_fabric_log(tap):
+    """af_sci's own kernel messages (links, nodes down, resets): what a failure needs."""
+    for line in sh("dmesg").stdout.splitlines():
+        if "af_sci" in line and "taints" not in line:
+            tap.note(line)
+
+
+def dmesg_clean(tap):
+    note_fabric_log(tap)
+    bad = [l for l in sh("dmesg").stdout.splitlines()
+           if re.search(r"WARNING:|BUG:|Oops|general protection|KASAN|possible recursive locking|"
+                        r"circular locking|inconsistent lock state|Call Trace", l)]
+    for line in bad[:20]:
+        tap.note(line)
+    tap.check(not bad, "dmesg has no warning, oops or lockdep report")
