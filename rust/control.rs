@@ -22,12 +22,16 @@ use crate::kthread::{self, KThread, ThreadMain};
 use crate::native::errno;
 use crate::node_map::rules::Ip;
 use crate::own_sk::{wake_sk, Wake};
-use crate::proto::frame::{ConnId, Frame, FrameKind, Reason, RejectReason, FRAME_SIZE};
+use crate::proto::frame::{
+    CloseReason, ConnId, Frame, FrameKind, Reason, RejectReason, FRAME_SIZE,
+};
 use crate::proto::queue::{self, QueueParams};
 use crate::proto::ring::RingGeometry;
-use crate::sci_conn::{Conn, RING_LOG2};
+use crate::sci_conn::{once_a_second, Conn, Phase, RING_LOG2};
+use core::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
+use kernel::time::Ktime;
 
 /// Connections this node can hold at once (slots, and doorbell channels).
 pub(crate) const MAX_CONNS: usize = 1024;
@@ -128,7 +132,19 @@ enum Slot {
     Reserved,
     /// Held by a connection.
     Used(Arc<Conn>),
+    /// Left by a closed connection to another node, whose segment stays exported until
+    /// `until_ms` (`ktime_get` milliseconds; see [`ControlPlane::free_conn`]).
+    Lingering { until_ms: i64 },
 }
+
+/// How long a closed connection to another node keeps its segment exported (ms): its
+/// peer node takes our answer to its connect on its own time, and the program may have
+/// accepted and closed this end before that.
+const LINGER_MS: i64 = 1000;
+
+/// Lingering slots (so the listener kthread scans the table only when there are some;
+/// there is one control plane).
+static LINGERING: AtomicUsize = AtomicUsize::new(0);
 
 /// The control plane (one per module).
 #[pin_data]
@@ -188,6 +204,7 @@ impl ThreadMain for ListenerThread {
                 Some((from, bytes)) => plane.handle(from, &bytes),
                 None => plane.wait_for_frames(),
             }
+            plane.reclaim_lingering();
         }
     }
 }
@@ -359,11 +376,32 @@ impl ControlPlane {
     }
 
     /// Frees a connection's slot and withdraws its segment.
+    ///
+    /// The segment of a connection to another node is withdrawn only [`LINGER_MS`] later
+    /// (its pages then wait out the fabric's quarantine): the peer node may not have
+    /// taken our accept yet, and must still find this end, closed, rather than nothing
+    /// (a connect that would fall back to TCP after the program here already accepted
+    /// and closed it). It finds it as a TCP client finds a reset or closed connection.
     pub(crate) fn free_conn(&self, conn: &Conn) {
         let ours = |entry: &(u32, Slot)| {
             entry.0 == conn.id.generation
                 && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn))
         };
+        if conn.peer_node != self.fabric().local_node() {
+            let until_ms = Ktime::ktime_get().to_ms().saturating_add(LINGER_MS);
+            let old = {
+                let mut g = self.conns.lock();
+                match g.as_mut_slice().get_mut(conn.id.slot as usize) {
+                    Some(entry) if ours(entry) => {
+                        LINGERING.fetch_add(1, Ordering::Relaxed);
+                        core::mem::replace(&mut entry.1, Slot::Lingering { until_ms })
+                    }
+                    _ => Slot::Free,
+                }
+            };
+            drop(old);
+            return;
+        }
         if !self
             .conns
             .lock()
@@ -384,6 +422,40 @@ impl ControlPlane {
             }
         };
         drop(old);
+    }
+
+    /// Withdraws the segments of lingering slots whose time is up and frees the slots
+    /// (listener kthread, at most every 100 ms).
+    fn reclaim_lingering(&self) {
+        static LAST_MS: AtomicI64 = AtomicI64::new(0);
+        let now = Ktime::ktime_get().to_ms();
+        if LINGERING.load(Ordering::Relaxed) == 0
+            || now.saturating_sub(LAST_MS.load(Ordering::Relaxed)) < 100
+        {
+            return;
+        }
+        LAST_MS.store(now, Ordering::Relaxed);
+        for slot in 0..MAX_CONNS {
+            let expired = {
+                let mut g = self.conns.lock();
+                match g.as_mut_slice().get_mut(slot) {
+                    Some(entry) if matches!(entry.1, Slot::Lingering { until_ms } if until_ms <= now) =>
+                    {
+                        // Reserved while the segment is withdrawn outside the lock.
+                        entry.1 = Slot::Reserved;
+                        true
+                    }
+                    _ => false,
+                }
+            };
+            if expired {
+                LINGERING.fetch_sub(1, Ordering::Relaxed);
+                self.fabric().unexport(slot as u32);
+                if let Some(entry) = self.conns.lock().as_mut_slice().get_mut(slot) {
+                    entry.1 = Slot::Free;
+                }
+            }
+        }
     }
 
     /// Makes a listening socket reachable for SCI connection requests to its address.
@@ -435,32 +507,20 @@ impl ControlPlane {
             return;
         };
         match frame.kind {
-            FrameKind::ConnectRequest => self.serve_request(from, &frame),
             FrameKind::Accept => {
-                if let Some(conn) = self.conn_by_id(frame.dst) {
-                    let established = self
-                        .fabric()
-                        .map_segment(from, frame.src.slot)
-                        .ok()
-                        .and_then(|seg| {
-                            frame
-                                .offer
-                                .validate(crate::proto::segment::Segment::len(&seg))
-                                // The listener's receive area uses our generation.
-                                .filter(|o| {
-                                    queue::rx_area_matches(
-                                        &seg,
-                                        o.rx_area,
-                                        o.params(frame.dst.generation),
-                                    )
-                                })
-                                .map(|o| (seg, o))
-                        })
-                        .map(|(seg, offer)| conn.establish(frame.src, offer, seg));
-                    if !matches!(established, Some(Ok(()))) {
-                        conn.refuse();
+                match self.conn_by_id(frame.dst) {
+                    Some(conn) if conn.phase() == Phase::Connecting => {
+                        if let Err(why) = self.take_accept(from, &frame, &conn) {
+                            accept_refused(why);
+                            conn.refuse();
+                            self.abandon_peer_end(from, &frame);
+                        }
+                        self.connector.kick();
                     }
-                    self.connector.kick();
+                    // The connect gave up first (timeout, signal, close) or moved on: the
+                    // listener's end, maybe queued for accept() already, must not wait
+                    // for a peer that will never come.
+                    _ => self.abandon_peer_end(from, &frame),
                 }
             }
             FrameKind::Reject => {
@@ -473,8 +533,47 @@ impl ControlPlane {
                     self.connector.kick();
                 }
             }
-            _ => {}
+            FrameKind::Close => {
+                // Only the peer end itself, on its node, may close a connection this way.
+                if let Some(conn) = self.conn_by_id(frame.dst) {
+                    if conn.peer_node == from && conn.peer_id() == frame.src {
+                        conn.peer_lost();
+                    }
+                }
+            }
+            FrameKind::ConnectRequest => self.serve_request(from, &frame),
         }
+    }
+
+    /// Builds an SCI connection end from the listener's answer, once every part of it
+    /// checks out: its segment maps, its offer fits it, and its receive area is the one
+    /// set up for this connection (generation and start), not a stale one.
+    fn take_accept(
+        &self,
+        from: NodeId,
+        frame: &Frame,
+        conn: &Conn,
+    ) -> core::result::Result<(), AcceptRefused> {
+        let seg = self
+            .fabric()
+            .map_segment(from, frame.src.slot)
+            .map_err(AcceptRefused::NoSegment)?;
+        let len = crate::proto::segment::Segment::len(&seg);
+        let offer = frame.offer.validate(len).ok_or(AcceptRefused::BadOffer)?;
+        // The listener's receive area uses our generation.
+        let params = offer.params(frame.dst.generation);
+        if !queue::rx_area_matches(&seg, offer.rx_area, params) {
+            return Err(AcceptRefused::StaleArea);
+        }
+        conn.establish(frame.src, offer, seg)
+            .map_err(AcceptRefused::Establish)
+    }
+
+    /// Tells the listener's node that its end `frame.src` has no connector any more, so
+    /// it is reset (`ECONNRESET` after `accept()`, as a TCP client's RST would do).
+    fn abandon_peer_end(&self, from: NodeId, frame: &Frame) {
+        let close = Frame::close(frame.dst, frame.src, CloseReason::Abandoned);
+        let _ = self.fabric().send_control(from, &close.encode_bytes());
     }
 
     fn reject(&self, from: NodeId, request: &Frame, reason: RejectReason) {
@@ -534,4 +633,36 @@ impl ControlPlane {
         }
         let _ = self.fabric().send_control(from, &accept);
     }
+}
+
+/// Why a listener's answer could not be taken (the connect then falls back to TCP).
+enum AcceptRefused {
+    /// The listener's segment is not (or no longer) exported.
+    NoSegment(Error),
+    /// Its offer does not fit its segment.
+    BadOffer,
+    /// Its receive area is not set up for this connection.
+    StaleArea,
+    /// The queues could not be built on it.
+    Establish(Error),
+}
+
+/// Logs (at most once a second) an answer that was refused: it means a peer whose
+/// memory does not say what its frames say.
+fn accept_refused(why: AcceptRefused) {
+    static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+    if !once_a_second(&LAST_LOG_MS) {
+        return;
+    }
+    let (what, errno) = match why {
+        AcceptRefused::NoSegment(e) => ("its segment does not map", e.to_errno()),
+        AcceptRefused::BadOffer => ("its offer does not fit its segment", 0),
+        AcceptRefused::StaleArea => ("its receive area is not this connection's", 0),
+        AcceptRefused::Establish(e) => ("its queues cannot be built", e.to_errno()),
+    };
+    pr_warn!(
+        "SCI connect: the listener's answer does not check out: {} ({}); falling back to TCP\n",
+        what,
+        errno
+    );
 }

@@ -127,19 +127,23 @@ fn partial(done: usize, err: Error) -> Result<c_int> {
 /// scribbled region or a fabric fault is worth knowing about.
 fn proto_err<E: core::fmt::Debug>(e: E) -> Error {
     static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
-    let now = Ktime::ktime_get().to_ms();
-    let last = LAST_LOG_MS.load(Ordering::Relaxed);
-    if now.saturating_sub(last) >= 1000
-        && LAST_LOG_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-    {
+    if once_a_second(&LAST_LOG_MS) {
         pr_warn!(
             "SCI connection protocol error: {:?}; the connection is aborted\n",
             e
         );
     }
     errno(bindings::EPROTO)
+}
+
+/// Whether a log line limited to one a second (its last time in `last_ms`) may go out.
+pub(crate) fn once_a_second(last_ms: &AtomicI64) -> bool {
+    let now = Ktime::ktime_get().to_ms();
+    let last = last_ms.load(Ordering::Relaxed);
+    now.saturating_sub(last) >= 1000
+        && last_ms
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
 }
 
 impl Conn {
@@ -197,6 +201,11 @@ impl Conn {
     /// Where the connection stands.
     pub(crate) fn phase(&self) -> Phase {
         self.inner.lock().phase
+    }
+
+    /// The peer end's id (`ConnId::NONE` until established).
+    pub(crate) fn peer_id(&self) -> ConnId {
+        self.inner.lock().peer_id
     }
 
     /// Builds the queues from the peer's validated offer and its mapped segment.
