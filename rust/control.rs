@@ -651,7 +651,10 @@ enum AcceptRefused {
 /// memory does not say what its frames say.
 fn accept_refused(why: AcceptRefused) {
     static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
-    if !once_a_second(&LAST_LOG_MS) {
+    // A connect that gave up as the answer came is no peer's fault.
+    let gave_up =
+        matches!(&why, AcceptRefused::Establish(e) if *e == errno(bindings::ECONNABORTED));
+    if gave_up || !once_a_second(&LAST_LOG_MS) {
         return;
     }
     let (what, errno) = match why {

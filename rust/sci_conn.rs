@@ -238,6 +238,11 @@ impl Conn {
         )
         .map_err(proto_err)?;
         let mut g = self.inner.lock();
+        if g.flags & CLOSED != 0 {
+            // Closed while the answer was on its way (a connect that gave up): the caller
+            // tells the peer, whose end must not wait for this one.
+            return Err(errno(bindings::ECONNABORTED));
+        }
         g.peer_id = peer_id;
         // The peer's node went down while this end was being set up, after the fabric
         // reset the connections it knew of (this one is in the table already, so a later
