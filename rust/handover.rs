@@ -111,12 +111,12 @@ pub(crate) fn hand_over(own: &OwnSk, native: Native) -> bool {
     }
     let sk = own.as_ptr();
     let n = native.as_ptr();
-    // SAFETY: `own` is live for the call and its socket (and file, if any) with it: the
-    // caller runs in one of the socket's ops, under a reference to the file. The socket
-    // lock serialises this with `sock_fasync` (which takes it on the socket in
-    // `private_data`), so every fasync entry moves with the file. The native socket is
-    // live (owned by `own`); its `ops` and `file` are written once here, and whoever read
-    // the old `private_data` keeps calling `AF_SCI`'s ops, which keep forwarding.
+    // The socket lock serialises this with `sock_fasync` (which takes it on the socket in
+    // `private_data`), so every fasync entry moves with the file. Whoever read the old
+    // `private_data` keeps calling `AF_SCI`'s ops, which keep forwarding.
+    // SAFETY: `own` is live for the call, and its socket and file with it (the caller
+    // runs in one of the socket's ops, under a file reference); the native socket is
+    // owned by `own`; its `ops` and `file` are written once, here.
     unsafe {
         let sock = (*sk).sk_socket;
         if sock.is_null() || (*sock).file.is_null() {
