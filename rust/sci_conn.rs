@@ -265,6 +265,7 @@ impl Conn {
     /// The peer refused (or never answered): the socket falls back.
     pub(crate) fn refuse(&self) {
         self.inner.lock().phase = Phase::Refused;
+        self.wake(Wake::State);
     }
 
     /// The peer had no memory for the queues: the socket falls back.
