@@ -387,19 +387,23 @@ impl ControlPlane {
             entry.0 == conn.id.generation
                 && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn))
         };
-        if conn.peer_node != self.fabric().local_node() {
-            let until_ms = Ktime::ktime_get().to_ms().saturating_add(LINGER_MS);
+        // Puts `next` in the slot if it still holds `conn`; what it held is dropped
+        // outside the lock.
+        let replace = |next: Slot| {
             let old = {
                 let mut g = self.conns.lock();
                 match g.as_mut_slice().get_mut(conn.id.slot as usize) {
-                    Some(entry) if ours(entry) => {
-                        LINGERING.fetch_add(1, Ordering::Relaxed);
-                        core::mem::replace(&mut entry.1, Slot::Lingering { until_ms })
-                    }
-                    _ => Slot::Free,
+                    Some(entry) if ours(entry) => Some(core::mem::replace(&mut entry.1, next)),
+                    _ => None,
                 }
             };
-            drop(old);
+            old.is_some()
+        };
+        if conn.peer_node != self.fabric().local_node() {
+            let until_ms = Ktime::ktime_get().to_ms().saturating_add(LINGER_MS);
+            if replace(Slot::Lingering { until_ms }) {
+                LINGERING.fetch_add(1, Ordering::Relaxed);
+            }
             return;
         }
         if !self
@@ -414,14 +418,7 @@ impl ControlPlane {
         // Withdrawn while the slot is still ours: once it is free, a new connection may
         // export its segment under the same channel.
         self.fabric().unexport(conn.id.slot);
-        let old = {
-            let mut g = self.conns.lock();
-            match g.as_mut_slice().get_mut(conn.id.slot as usize) {
-                Some(entry) if ours(entry) => core::mem::replace(&mut entry.1, Slot::Free),
-                _ => Slot::Free,
-            }
-        };
-        drop(old);
+        replace(Slot::Free);
     }
 
     /// Withdraws the segments of lingering slots whose time is up and frees the slots
