@@ -382,6 +382,9 @@ impl ControlPlane {
     /// taken our accept yet, and must still find this end, closed, rather than nothing
     /// (a connect that would fall back to TCP after the program here already accepted
     /// and closed it). It finds it as a TCP client finds a reset or closed connection.
+    /// A connection no end on the other node knows of (a rejected connect, or a
+    /// listener's end whose accept never went out) goes at once: a client retrying a
+    /// port nobody listens on, or a full backlog, must not use up this node's memory.
     pub(crate) fn free_conn(&self, conn: &Conn) {
         let ours = |entry: &(u32, Slot)| {
             entry.0 == conn.id.generation
@@ -399,7 +402,7 @@ impl ControlPlane {
             };
             old.is_some()
         };
-        if conn.peer_node != self.fabric().local_node() {
+        if conn.peer_node != self.fabric().local_node() && !conn.never_shared() {
             let until_ms = Ktime::ktime_get().to_ms().saturating_add(LINGER_MS);
             if replace(Slot::Lingering { until_ms }) {
                 LINGERING.fetch_add(1, Ordering::Relaxed);
@@ -522,11 +525,7 @@ impl ControlPlane {
             }
             FrameKind::Reject => {
                 if let Some(conn) = self.conn_by_id(frame.dst) {
-                    if frame.reason == Reason::Reject(RejectReason::NoResources) {
-                        conn.refuse_no_room();
-                    } else {
-                        conn.refuse();
-                    }
+                    conn.rejected(frame.reason == Reason::Reject(RejectReason::NoResources));
                     self.connector.kick();
                 }
             }
@@ -620,11 +619,13 @@ impl ControlPlane {
             Err(_) => return self.reject(from, request, RejectReason::NoResources),
         };
         if conn.establish(request.src, offer, client_seg).is_err() {
+            conn.set_never_shared();
             self.free_conn(&conn);
             return self.reject(from, request, RejectReason::BadOffer);
         }
         let accept = Frame::accept(request, conn.id, conn.offer()).encode_bytes();
         if let Err(conn) = queue.push(conn) {
+            conn.set_never_shared();
             self.free_conn(&conn);
             return self.reject(from, request, RejectReason::BacklogFull);
         }

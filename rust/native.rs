@@ -12,7 +12,7 @@ use crate::bindings;
 use crate::node_map::rules::{self, Ip};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use kernel::error::{to_result, Error, Result};
 
 /// The kernel `Error` of a positive errno constant from the bindings (`bindings::EAGAIN`).
@@ -282,6 +282,9 @@ unsafe extern "C" fn forward_error_report(sk: *mut bindings::sock) {
             let owner = h.owner.load(Ordering::Relaxed);
             let err = ptr::read_volatile(ptr::addr_of!((*sk).sk_err));
             if err != 0 {
+                // smp_wmb(): the native state change (`tcp_done`) before our copy of the
+                // error, which `SciSock::poll` reads first.
+                fence(Ordering::Release);
                 ptr::write_volatile(ptr::addr_of_mut!((*owner).sk_err), err);
                 h.mirrored_error.store(err, Ordering::Release);
             }

@@ -87,6 +87,10 @@ struct Inner {
     flags: u32,
     /// Bytes staged in the peer's ring and held back by gathering.
     held: gather::Held,
+    /// No end on the peer's node ever learned of this end (its request was rejected,
+    /// or this end was dropped before the answer went out): none wrote, or will write,
+    /// into its segment.
+    never_shared: bool,
 }
 
 /// One SCI connection end.
@@ -177,6 +181,7 @@ impl Conn {
                         peer_seg: None,
                         flags: 0,
                         held: gather::Held::default(),
+                        never_shared: false,
                     },
                     "Conn::inner"
                 ),
@@ -262,16 +267,34 @@ impl Conn {
         Ok(())
     }
 
-    /// The peer refused (or never answered): the socket falls back.
+    /// The peer's answer cannot be taken (its end is told to go): the socket falls back.
     pub(crate) fn refuse(&self) {
         self.inner.lock().phase = Phase::Refused;
         self.wake(Wake::State);
     }
 
-    /// The peer had no memory for the queues: the socket falls back.
-    pub(crate) fn refuse_no_room(&self) {
-        self.inner.lock().phase = Phase::NoRoom;
+    /// The peer's node rejected the request (`no_room`: it had no memory for the
+    /// queues): the socket falls back.
+    pub(crate) fn rejected(&self, no_room: bool) {
+        self.inner.lock().phase = if no_room {
+            Phase::NoRoom
+        } else {
+            Phase::Refused
+        };
+        self.set_never_shared();
         self.wake(Wake::State);
+    }
+
+    /// Records that no end on the peer's node knows of this one, so that its segment
+    /// goes as soon as the connection is freed, with no grace period.
+    pub(crate) fn set_never_shared(&self) {
+        self.inner.lock().never_shared = true;
+        self.seg.never_shared();
+    }
+
+    /// See [`Conn::set_never_shared`].
+    pub(crate) fn never_shared(&self) -> bool {
+        self.inner.lock().never_shared
     }
 
     /// The peer's node went down (the fabric stopped hearing from it): the connection

@@ -35,7 +35,7 @@ use crate::sci_conn::{Conn, Gathering, Phase};
 use crate::sockets::SockInfo;
 use core::ffi::{c_char, c_int, c_long, c_uint};
 use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -457,7 +457,7 @@ impl SciSock {
         }
         let native = self.native();
         self.sync_error(own, &native);
-        let mut mask = native.poll_mask(file);
+        let (mut mask, error) = Self::native_poll(own, &native, file);
         if self
             .listen_queue
             .lock()
@@ -466,10 +466,34 @@ impl SciSock {
         {
             mask |= EPOLLIN | EPOLLRDNORM;
         }
-        if own.error() != 0 {
+        if error {
             mask |= EPOLLERR;
         }
         mask
+    }
+
+    /// The native socket's poll mask and whether we hold an error, read as one snapshot.
+    ///
+    /// A reset (a refused connect's RST) moves the native socket through error, state
+    /// (TCP_CLOSE), shutdown and then our copy of the error; a poll that one lands in the
+    /// middle of would mix the two sides and show POLLERR without the POLLOUT and POLLHUP
+    /// that come with it (TCP's own poll reads its state and its shutdown apart, too).
+    /// So our error is read before the native state, and the poll is taken again when
+    /// the state moved while it ran.
+    fn native_poll(own: &OwnSk, native: &Native, file: File) -> (c_uint, bool) {
+        let mut tries = 0;
+        loop {
+            let state = native.state();
+            let error = own.error() != 0;
+            // smp_rmb(): pairs with the fence in `forward_error_report`.
+            fence(Ordering::Acquire);
+            let mask = native.poll_mask(file);
+            fence(Ordering::Acquire);
+            tries += 1;
+            if native.state() == state || tries == 3 {
+                return (mask, error);
+            }
+        }
     }
 
     /// `shutdown(2)`.

@@ -50,6 +50,15 @@ class Tap:
     def note(self, text):
         print(f"# {self.name}: {text}", flush=True)
 
+    def state(self):
+        """Notes what a failure needs to be understood later: the kernel's last messages,
+        the NIC's counters and the TCP sockets (the console keeps only what is printed)."""
+        for cmd in ("dmesg | tail -n 25", "ip -s link show eth0", "ss -tinoa",
+                    "grep -E 'virtio|ivshmem|CPU' /proc/interrupts"):
+            out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                self.note(f"{cmd.split()[0]}: {line}")
+
     def done(self):
         print(f"1..{self.n}", flush=True)
         sys.exit(1 if self.failed else 0)
@@ -61,6 +70,7 @@ class Tap:
             main()
         except Exception as e:
             self.check(False, f"{type(e).__name__}: {e}")
+            self.state()
             sys.exit(1)
         if done:
             self.done()

@@ -26,11 +26,12 @@ use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-/// Something a segment keeps alive and drops with it (for a segment of this node's
-/// heap: the allocation that returns its pages).
-pub(crate) trait SegOwner: Send + Sync {}
-
-impl<T: Send + Sync> SegOwner for T {}
+/// What a segment keeps alive and drops with it (for a segment of this node's heap: the
+/// allocation that returns its pages).
+pub(crate) trait SegOwner: Send + Sync {
+    /// No peer ever had the segment, so its memory needs no grace period before reuse.
+    fn never_shared(&self) {}
+}
 
 /// The right to access a peer's memory; revoked when the peer is declared down.
 pub(crate) struct Lease {
@@ -117,7 +118,7 @@ enum Backing {
     /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
     Device {
         _map: Arc<DeviceMem>,
-        _owner: Option<Arc<dyn SegOwner>>,
+        owner: Option<Arc<dyn SegOwner>>,
     },
 }
 
@@ -125,7 +126,7 @@ enum Backing {
 pub(crate) struct SegMem {
     ptr: NonNull<u8>,
     len: usize,
-    _backing: Backing,
+    backing: Backing,
     /// For a mapping of a peer's segment: the peer's lease.
     lease: Option<Arc<Lease>>,
 }
@@ -145,7 +146,7 @@ impl SegMem {
         Ok(Self {
             ptr,
             len: words * 8,
-            _backing: Backing::Kernel { _buf: buf },
+            backing: Backing::Kernel { _buf: buf },
             lease: None,
         })
     }
@@ -168,12 +169,23 @@ impl SegMem {
         Ok(Self {
             ptr: NonNull::new(p).ok_or(EINVAL)?,
             len,
-            _backing: Backing::Device {
+            backing: Backing::Device {
                 _map: map.clone(),
-                _owner: owner,
+                owner,
             },
             lease,
         })
+    }
+
+    /// Tells the owner that no peer ever had this segment (the connection it was made
+    /// for was rejected), so its memory may be reused as soon as it is dropped.
+    pub(crate) fn never_shared(&self) {
+        if let Backing::Device {
+            owner: Some(owner), ..
+        } = &self.backing
+        {
+            owner.never_shared();
+        }
     }
 
     /// Whether accesses still reach the memory (the peer's lease, if any, holds).

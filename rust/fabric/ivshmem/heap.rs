@@ -11,8 +11,10 @@
 //! connections are reset, so the quarantine only has to cover live peers' last stores.
 
 use super::now_ms;
+use crate::fabric::memory::SegOwner;
 use crate::proto::pages;
 use crate::proto::region::DirEntry;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -86,15 +88,22 @@ impl Heap {
             heap: self.clone(),
             page,
             pages: n,
+            quarantine: AtomicBool::new(true),
         })
     }
 
-    fn release(&self, page: usize, n: usize) {
+    /// Frees an allocation's pages: into the quarantine, or at once when not
+    /// `quarantined` (no peer ever had them).
+    fn release(&self, page: usize, n: usize, quarantined: bool) {
         let until_ms = now_ms().saturating_add(QUARANTINE_MS);
         let mut g = self.inner.lock();
         let HeapInner {
             bitmap, quarantine, ..
         } = &mut *g;
+        if !quarantined {
+            pages::free(bitmap.as_mut_slice(), page, n);
+            return;
+        }
         let freed = Freed {
             page,
             pages: n,
@@ -147,10 +156,22 @@ pub(super) struct Allocation {
     pub(super) page: usize,
     /// Page count.
     pub(super) pages: usize,
+    /// The pages wait out the quarantine when freed (cleared for a segment no peer had).
+    quarantine: AtomicBool,
+}
+
+impl SegOwner for Allocation {
+    fn never_shared(&self) {
+        self.quarantine.store(false, Ordering::Relaxed);
+    }
 }
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        self.heap.release(self.page, self.pages);
+        self.heap.release(
+            self.page,
+            self.pages,
+            self.quarantine.load(Ordering::Relaxed),
+        );
     }
 }
