@@ -93,7 +93,12 @@ pub(super) static SEEN: Seen = Seen {
 
 /// Waits up to a second for `cond`.
 pub(super) fn eventually(cond: impl Fn() -> bool) -> bool {
-    for _ in 0..100 {
+    within_ms(1000, cond)
+}
+
+/// Waits up to `ms` milliseconds for `cond` (in 10 ms steps).
+pub(super) fn within_ms(ms: u32, cond: impl Fn() -> bool) -> bool {
+    for _ in 0..ms / 10 {
         if cond() {
             return true;
         }
