@@ -120,9 +120,9 @@ unsigned int sci_ivshmem_nodes_param(void)
 	return ivshmem_nodes;
 }
 
-static unsigned int ivshmem_timeout_ms = 500;
+static unsigned int ivshmem_timeout_ms = 2000;
 module_param(ivshmem_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(ivshmem_timeout_ms, "A peer whose heartbeat stands still this long (ms) is down (default 500)");
+MODULE_PARM_DESC(ivshmem_timeout_ms, "A peer whose heartbeat stands still this long (ms) is down (default 2000)");
 
 unsigned int sci_ivshmem_timeout_param(void)
 {

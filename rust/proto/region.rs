@@ -916,6 +916,44 @@ impl<S: Segment + Clone> Region<S> {
 }
 
 impl<S: SharedWords> Region<S> {
+    /// For the fabric manager (the host's ivshmem server, which sees a guest's device
+    /// go away the moment its QEMU exits): marks every node that is up or joining with
+    /// doorbell id `doorbell_id` as down, as if it had left, so that its peers reset their
+    /// connections to it at their next tick instead of after a heartbeat timeout. Only
+    /// doorbell-model nodes carry an id the manager knows. One compare-and-exchange per
+    /// word: a node that changed its word meanwhile (it left, or a new generation joined)
+    /// is left alone. Calls `fenced` with each node marked and the word it had.
+    pub(crate) fn fence_departed(
+        &self,
+        doorbell_id: u16,
+        mut fenced: impl FnMut(NodeId, NodeWord),
+    ) {
+        for n in 0..self.layout.nodes() {
+            let Ok(node) = NodeId::try_from(n) else {
+                break;
+            };
+            let Some(off) = self.layout.node_entry(node) else {
+                break;
+            };
+            let off = off.saturating_add(NODE_WORD);
+            let raw = self.seg.load_u64(off);
+            let Some(w) = NodeWord::unpack(raw) else {
+                continue;
+            };
+            let live = matches!(w.state, NodeState::Up | NodeState::Joining);
+            if !live || !w.doorbell || w.doorbell_id != doorbell_id {
+                continue;
+            }
+            let down = NodeWord {
+                state: NodeState::Down,
+                ..w
+            };
+            if self.seg.compare_exchange_u64(off, raw, down.pack()).is_ok() {
+                fenced(node, w);
+            }
+        }
+    }
+
     /// Marks `channel` of `target` as rung (then ring `target`'s interrupt, if it takes
     /// them). `false` if the channel or node does not exist.
     pub(crate) fn ring_channel(&self, target: NodeId, channel: u32) -> bool {

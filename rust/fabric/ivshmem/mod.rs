@@ -20,10 +20,15 @@
 //!   Documentation/af_sci.rst).
 //! - **Liveness**: the poller heartbeats every [`TICK_MS`] and watches every peer
 //!   ([`crate::proto::liveness`]); a peer whose heartbeat stands still for
-//!   `ivshmem_timeout_ms` (default 500), that leaves, or that comes back as a new
+//!   `ivshmem_timeout_ms` (default 2000), that leaves, or that comes back as a new
 //!   generation is *down*: its mappings are revoked, the layer above is told
 //!   ([`FabricEvents::node_down`]) and resets every connection to it, and only then
-//!   this node drops its link, after which the peer may relink.
+//!   this node drops its link, after which the peer may relink. A guest whose QEMU
+//!   exits is marked down in the region by the ivshmem server (the fabric manager, see
+//!   `tools/ivshmem-server`), so its peers see it leave at their next tick. The timeout
+//!   is the backstop for a guest that hangs with its QEMU alive, and for
+//!   `ivshmem-plain`, which has no server; it must outlast the longest time a guest's
+//!   vCPUs may be kept off the host's CPUs, or busy peers are reset for nothing.
 //! - **This node's own connections** go through the region too (segments from its own
 //!   heap, mapped without the directory), with doorbells and frames delivered directly,
 //!   as the loopback fabric does.
@@ -135,6 +140,8 @@ pub(crate) struct Shared {
     #[pin]
     exports: SpinLock<KVec<Option<Arc<SegMem>>>>,
     beat: AtomicU64,
+    /// This node's own word was changed under it (reported once).
+    word_changed: AtomicBool,
     /// Interrupts taken, polls done, frames and doorbells delivered (for the self-test
     /// and the logs).
     irqs: AtomicU64,
@@ -161,6 +168,17 @@ impl Shared {
     fn tick(&self, now: u64) {
         let beat = self.beat.fetch_add(1, Ordering::Relaxed) + 1;
         self.region.set_heartbeat(self.me, beat);
+        if self.region.node_word(self.me) != Some(self.word)
+            && !self.word_changed.swap(true, Ordering::Relaxed)
+        {
+            // Someone else wrote this node's word: the fabric manager (the ivshmem
+            // server) marking it down because it took this guest for gone, or a peer
+            // writing garbage. Peers no longer link with it; reloading the module rejoins.
+            pr_info!(
+                "ivshmem: node {} found its node word changed by another party (marked down by the ivshmem server, or overwritten); peers will not link with it until af_sci is loaded again\n",
+                self.me
+            );
+        }
         for peer in self.peers.iter() {
             if peer.id != self.me {
                 self.tick_peer(peer, now);
@@ -233,11 +251,16 @@ impl Shared {
             // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
             // in ms): tests measure how soon after it the connections failed.
             pr_info!(
-                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago); resetting its connections\n",
+                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago; {}); resetting its connections\n",
                 peer.id,
                 g,
                 last_beat,
-                now.saturating_sub(last_beat)
+                now.saturating_sub(last_beat),
+                down_cause(
+                    &view,
+                    g,
+                    now.saturating_sub(last_beat) >= self.liveness.timeout_ms
+                )
             );
             self.events.node_down(peer.id);
             // Only now may the peer relink: its old mappings and connections are gone.
@@ -308,6 +331,27 @@ impl Shared {
     }
 }
 
+/// Why the link with a peer's generation `g` ended, as its last view shows (for the
+/// log); `timed_out`: its heartbeat stood still for the timeout.
+fn down_cause(view: &crate::proto::liveness::PeerView, g: u32, timed_out: bool) -> &'static str {
+    use crate::proto::region::NodeState;
+    match view.word {
+        None => "its node word is unreadable",
+        Some(w) if w.generation != g && w.state == NodeState::Up => {
+            "it came back as a new generation"
+        }
+        Some(w) if w.generation != g => "it is rejoining",
+        Some(w) => match w.state {
+            NodeState::Up if timed_out => "heartbeat timeout",
+            // Alive, but it dropped or remade its link: usually it counted this node down.
+            NodeState::Up => "it ended the link",
+            NodeState::Down => "it left or was marked down",
+            NodeState::Joining => "it is rejoining",
+            NodeState::Absent => "its entry was cleared",
+        },
+    }
+}
+
 impl SharedMain for Shared {
     fn main(&self) {
         let tick = kernel::time::msecs_to_jiffies(TICK_MS as u32) as core::ffi::c_long;
@@ -315,6 +359,17 @@ impl SharedMain for Shared {
         while !kthread::should_stop() {
             let now = now_ms();
             if now >= next_tick && !self.dev.detached() {
+                let late = now.saturating_sub(next_tick);
+                if next_tick != 0 && late >= self.liveness.timeout_ms / 2 {
+                    // Peers may count this node down (its heartbeat stood still): say
+                    // why, on this side (a vCPU or host stall, not the fabric).
+                    pr_info!(
+                        "ivshmem: node {} heartbeat {} ms late (the poller did not run); peers time out after {} ms\n",
+                        self.me,
+                        late,
+                        self.liveness.timeout_ms
+                    );
+                }
                 self.tick(now);
                 next_tick = now.saturating_add(TICK_MS);
             }
@@ -482,6 +537,7 @@ impl Ivshmem {
                 heap,
                 exports <- kernel::new_spinlock!(exports, "ivshmem::exports"),
                 beat: AtomicU64::new(0),
+                word_changed: AtomicBool::new(false),
                 irqs: AtomicU64::new(0),
                 polls: AtomicU64::new(0),
                 frames: AtomicU64::new(0),

@@ -69,6 +69,7 @@ fn run(opts: &options::Options) -> std::io::Result<()> {
             opts.vectors
         );
     }
-    let mut server = server::Server::new(listener, shm, opts.vectors, opts.max_peers, opts.verbose);
+    let mut server =
+        server::Server::new(listener, shm, opts.vectors, opts.max_peers, opts.verbose)?;
     server.run(&stop)
 }

@@ -9,8 +9,9 @@
 use crate::listener::Listener;
 use crate::peer::Peer;
 use crate::protocol::{self, SHM, VERSION};
-use crate::shm::SharedMemory;
+use crate::shm::{Mapping, SharedMemory};
 use crate::signals;
+use sci_proto::manager::{fence_departed, NotFenced};
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -19,12 +20,16 @@ use std::os::unix::net::UnixStream;
 pub struct Server {
     listener: Listener,
     shm: SharedMemory,
+    /// The region, to fence departed guests' af_sci nodes (see `fence`).
+    region: Mapping,
     vectors: u16,
     max_peers: u32,
     verbose: bool,
     peers: BTreeMap<u16, Peer>,
     /// Where the search for the next id starts: after the last one given.
     next_id: u16,
+    /// Saying goodbye to every client: departures are not fenced.
+    shutting_down: bool,
 }
 
 /// The first id from `next` on (wrapping at 65536) that no peer holds, as in
@@ -46,16 +51,21 @@ impl Server {
         vectors: u16,
         max_peers: u32,
         verbose: bool,
-    ) -> Self {
-        Server {
+    ) -> io::Result<Self> {
+        let region = shm
+            .map()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot map the shared memory: {e}")))?;
+        Ok(Server {
             listener,
             shm,
+            region,
             vectors,
             max_peers,
             verbose,
             peers: BTreeMap::new(),
             next_id: 0,
-        }
+            shutting_down: false,
+        })
     }
 
     fn log(&self, msg: std::fmt::Arguments<'_>) {
@@ -99,6 +109,8 @@ impl Server {
                 self.accept()?;
             }
         }
+        // The guests may outlive the server: their nodes stay up.
+        self.shutting_down = true;
         let ids: Vec<u16> = self.peers.keys().copied().collect();
         for id in ids {
             self.remove(id);
@@ -200,14 +212,37 @@ impl Server {
         result
     }
 
+    /// A guest's QEMU went away (its socket closed): if that guest was an af_sci node
+    /// in the region, mark it down now, so that the other guests reset their
+    /// connections to it at their next tick rather than after the heartbeat timeout
+    /// (Documentation/af_sci.rst, "the fabric manager").
+    fn fence(&self, id: u16) {
+        let result = fence_departed(self.region.words(), id, |f| {
+            eprintln!(
+                "ivshmem-server: peer {id} departed: af_sci node {} (generation {}) marked down",
+                f.node, f.generation
+            );
+        });
+        match result {
+            Ok(()) | Err(NotFenced::Blank) => {}
+            Err(NotFenced::Unusable) => self.log(format_args!(
+                "peer {id} departed; the region is not in a format this server knows, left as is"
+            )),
+        }
+    }
+
     /// Drops a peer and tells the others (its id without a descriptor).
-    /// A peer that cannot be told is dropped in turn.
+    /// A peer that cannot be told is dropped in turn. Each departure is fenced first,
+    /// unless the server is shutting down.
     fn remove(&mut self, id: u16) {
         let mut gone = vec![id];
         while let Some(id) = gone.pop() {
             let Some(peer) = self.peers.remove(&id) else {
                 continue;
             };
+            if !self.shutting_down {
+                self.fence(id);
+            }
             drop(peer);
             self.log(format_args!(
                 "peer {id} disconnected ({} peers)",

@@ -5,9 +5,10 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 pub struct SharedMemory {
     path: PathBuf,
@@ -52,6 +53,67 @@ impl SharedMemory {
     /// The descriptor sent to every client with the value -1.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
+    }
+
+    /// Maps the whole region into the server, shared with the guests (for the fence
+    /// the server applies when a guest departs: see `Server::remove`).
+    pub fn map(&self) -> io::Result<Mapping> {
+        let len = usize::try_from(self.file.metadata()?.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "region too large"))?;
+        let words = len / 8;
+        if words == 0 {
+            return Ok(Mapping {
+                ptr: std::ptr::null_mut(),
+                words: 0,
+            });
+        }
+        // SAFETY: a fresh shared mapping of our own descriptor, at an address the kernel
+        // chooses; nothing else in this process refers to that address range.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                words * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            words,
+        })
+    }
+}
+
+/// The region mapped into the server, as 64-bit words the guests also access atomically.
+pub struct Mapping {
+    ptr: *mut AtomicU64,
+    words: usize,
+}
+
+impl Mapping {
+    pub fn words(&self) -> &[AtomicU64] {
+        if self.words == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr` is a page-aligned mapping of `words * 8` bytes that lives until
+        // `self` is dropped; shared memory that other processes change concurrently is
+        // only ever accessed through atomics, which is what `AtomicU64` is for.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.words) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if self.words != 0 {
+            // SAFETY: unmaps exactly the range `map` mapped; no reference into it
+            // outlives `self` (`words` borrows `self`).
+            unsafe { libc::munmap(self.ptr.cast(), self.words * 8) };
+        }
     }
 }
 

@@ -199,3 +199,66 @@ fn clients_beyond_max_peers_are_refused() {
     let mut c = server.connect();
     assert_eq!(c.expect_greeting().0, 2);
 }
+
+/// The fabric manager's fence: when a guest's QEMU goes away, the af_sci node whose
+/// doorbell id is that peer's id is marked down in the region (before the others are
+/// told of the departure), and nothing else changes. The region is written here as
+/// af_sci's rust/proto/region.rs lays out version 1; a change of that layout breaks this
+/// test on purpose.
+#[test]
+fn a_departed_guests_af_sci_node_is_marked_down() {
+    const SIZE: usize = 1 << 20;
+    const NODE_TABLE: usize = 0x100;
+    const NODE_ENTRY: usize = 0x140;
+    // state (8 bits: 2 up, 3 down), flags (8: 1 doorbell), doorbell id (16), generation (32)
+    let word = |state: u64, id: u64, generation: u64| state | 1 << 8 | id << 16 | generation << 32;
+    let node_word = |m: &Mapping, n: usize| {
+        u64::from_le_bytes(m.read(NODE_TABLE + n * NODE_ENTRY, 8).try_into().unwrap())
+    };
+
+    // Peers 0 and 1 of a fresh server, and the shared memory.
+    let two_peers = |dir: &TempDir| {
+        let server = Server::start(dir, &["--size", "1M", "--vectors", "1"]);
+        let mut c0 = server.connect();
+        let (_, shm) = c0.expect_greeting();
+        c0.expect_vectors(0, 1);
+        let mut c1 = server.connect();
+        assert_eq!(c1.expect_greeting().0, 1);
+        c0.expect_vectors(1, 1);
+        (server, c0, c1, Mapping::new(&shm))
+    };
+
+    let dir = TempDir::new();
+    let (_server, mut c0, c1, m) = two_peers(&dir);
+    m.write(0x00, b"SCIR");
+    m.write(0x04, &1u32.to_le_bytes()); // layout version
+    m.write(0x08, &(SIZE as u64).to_le_bytes());
+    m.write(0x10, &2u32.to_le_bytes()); // nodes
+    m.write(0x14, &1024u32.to_le_bytes()); // channels
+    m.write(0x18, &4u32.to_le_bytes()); // log2 of the mailbox slots
+    m.write(0x40, &2u64.to_le_bytes()); // format word: ready
+                                        // Node 0 is the guest behind peer 1; node 1 the one behind peer 0.
+    m.write(NODE_TABLE, &word(2, 1, 7).to_le_bytes());
+    m.write(NODE_TABLE + NODE_ENTRY, &word(2, 0, 3).to_le_bytes());
+
+    drop(c1);
+    c0.expect_plain(1);
+    assert_eq!(
+        node_word(&m, 0),
+        word(3, 1, 7),
+        "peer 1's node is down, same generation"
+    );
+    assert_eq!(
+        node_word(&m, 1),
+        word(2, 0, 3),
+        "the other node is untouched"
+    );
+
+    // A region nobody formatted is left alone.
+    let dir2 = TempDir::new();
+    let (_server2, mut d0, d1, m2) = two_peers(&dir2);
+    m2.write(NODE_TABLE, &word(2, 1, 7).to_le_bytes());
+    drop(d1);
+    d0.expect_plain(1);
+    assert_eq!(node_word(&m2, 0), word(2, 1, 7));
+}

@@ -4,7 +4,8 @@
 //! well; this crate includes it unchanged, with the lints that keep it
 //! panic-free and kernel-clean turned into errors, and holds its tests
 //! (`cargo test -p sci-proto`). The items are `pub(crate)` (the kernel builds
-//! with `-Wunreachable_pub`), so the tests live inside this crate.
+//! with `-Wunreachable_pub`), so the tests live inside this crate. The one public
+//! module, [`manager`], is what the host's ivshmem server does to a live region.
 #![cfg_attr(not(test), no_std)]
 
 // The kernel module uses the core piecemeal; here nothing outside the tests does.
@@ -27,6 +28,8 @@
 )]
 #[path = "../../../rust/proto/mod.rs"]
 pub(crate) mod proto;
+
+pub mod manager;
 
 #[cfg(test)]
 mod tests;

@@ -475,3 +475,65 @@ fn lookups_and_heap_spans_are_bounded() {
         None
     );
 }
+
+/// The fabric manager's fence: only the live doorbell-model node with the departed
+/// peer's id goes down, keeping its generation; a node that changed its word meanwhile,
+/// a plain-model node with the same id and an unformatted region are left alone.
+#[test]
+fn fence_marks_only_the_departed_node_down() {
+    use crate::manager::{fence_departed, Fenced, NotFenced, Words};
+    use std::sync::atomic::AtomicU64;
+
+    let size = 1 << 20;
+    let mem: Vec<AtomicU64> = (0..size / 8).map(|_| AtomicU64::new(0)).collect();
+    assert_eq!(
+        fence_departed(&mem, 5, |_| panic!("blank")),
+        Err(NotFenced::Blank)
+    );
+
+    let seg = Words(&mem);
+    let HeaderState::Blank(seen) = read_header(&seg) else {
+        panic!("a zeroed region is blank");
+    };
+    assert!(claim(&seg, seen, 0, 7));
+    let region = format(Words(&mem), default_params(size as u64, 4), 0, 7).unwrap();
+    let word = |state, doorbell, doorbell_id, generation| NodeWord {
+        state,
+        doorbell,
+        doorbell_id,
+        generation,
+    };
+    let before = [
+        word(NodeState::Up, true, 5, 3),      // the departed guest
+        word(NodeState::Up, true, 6, 9),      // another guest
+        word(NodeState::Up, false, 5, 4),     // ivshmem-plain: its id means nothing
+        word(NodeState::Joining, true, 5, 2), // died while joining
+    ];
+    for (n, w) in before.iter().enumerate() {
+        region.set_node_word(n as NodeId, *w);
+    }
+    let mut seen = Vec::new();
+    fence_departed(&mem, 5, |f| seen.push(f)).unwrap();
+    assert_eq!(
+        seen,
+        [
+            Fenced {
+                node: 0,
+                generation: 3
+            },
+            Fenced {
+                node: 3,
+                generation: 2
+            }
+        ]
+    );
+    assert_eq!(region.node_word(0), Some(word(NodeState::Down, true, 5, 3)));
+    assert_eq!(region.node_word(1), Some(before[1]));
+    assert_eq!(region.node_word(2), Some(before[2]));
+    assert_eq!(region.node_word(3), Some(word(NodeState::Down, true, 5, 2)));
+    // Once down, nothing more to do; a rejoin (a new word) is never undone.
+    fence_departed(&mem, 5, |f| panic!("fenced twice: {f:?}")).unwrap();
+    region.set_node_word(0, word(NodeState::Up, true, 5, 4));
+    fence_departed(&mem, 7, |f| panic!("wrong id: {f:?}")).unwrap();
+    assert_eq!(region.node_word(0), Some(word(NodeState::Up, true, 5, 4)));
+}
