@@ -203,7 +203,7 @@ fn clients_beyond_max_peers_are_refused() {
 /// The fabric manager's fence: when a guest's QEMU goes away, the af_sci node whose
 /// doorbell id is that peer's id is marked down in the region (before the others are
 /// told of the departure), and nothing else changes. The region is written here as
-/// af_sci's rust/proto/region.rs lays out version 1; a change of that layout breaks this
+/// af_sci's rust/proto/region/ lays out version 1; a change of that layout breaks this
 /// test on purpose.
 #[test]
 fn a_departed_guests_af_sci_node_is_marked_down() {

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where everything of a region is: the header's and node table's fixed offsets, and
+//! the [`Layout`] every other place is computed from (checked against this node's own
+//! mapping; see the parent module's picture).
+
+use super::RegionError;
+use crate::proto::mailbox::{MailboxGeometry, MB_ACK_SIZE};
+use crate::proto::ring::CACHE_LINE;
+
+/// A node of the fabric: its index in the node table.
+pub(crate) type NodeId = u16;
+
+/// `"SCIR"` as a little-endian u32: the region's magic.
+pub(crate) const REGION_MAGIC: u32 = u32::from_le_bytes(*b"SCIR");
+/// Layout version of the region.
+pub(crate) const REGION_VERSION: u32 = 1;
+/// Granule of segments and alignment of areas and heaps.
+pub(crate) const PAGE_SIZE: usize = 4096;
+/// Most nodes a region can hold (the width of the mail-pending word and of the links).
+pub(crate) const MAX_NODES: u32 = 32;
+/// Most channels a node can export (64 bitmap words, one summary word).
+pub(crate) const MAX_CHANNELS: u32 = 4096;
+/// Largest segment and heap, in pages (a directory entry holds 24-bit page numbers).
+pub(crate) const MAX_PAGES: usize = 1 << 24;
+
+/// Header: u32 magic.
+pub(crate) const HDR_MAGIC: usize = 0x00;
+/// Header: u32 layout version.
+pub(crate) const HDR_VERSION: usize = 0x04;
+/// Header: u64 region size in bytes.
+pub(crate) const HDR_SIZE: usize = 0x08;
+/// Header: u32 node count.
+pub(crate) const HDR_NODES: usize = 0x10;
+/// Header: u32 channels per node.
+pub(crate) const HDR_CHANNELS: usize = 0x14;
+/// Header: u32 log2 of the mailbox slot count.
+pub(crate) const HDR_MB_LOG2: usize = 0x18;
+/// Header: u64 format word ([`FormatWord`]), on its own line.
+pub(crate) const HDR_FORMAT: usize = 0x40;
+/// Offset of the node table.
+pub(crate) const NODE_TABLE: usize = 0x100;
+/// Size of a node table entry.
+pub(crate) const NODE_ENTRY_SIZE: usize = 0x140;
+/// Node entry: u64 node word ([`NodeWord`]).
+pub(crate) const NODE_WORD: usize = 0x00;
+/// Node entry: u64 heartbeat counter.
+pub(crate) const NODE_HEARTBEAT: usize = 0x08;
+/// Node entry: u64 links ([`LinkWord`]), one per node.
+pub(crate) const NODE_LINKS: usize = 0x40;
+/// Area: u64 mail pending, bit j for sender j.
+pub(crate) const AREA_MAIL: usize = 0x00;
+/// Area: u64 doorbell summary, bit w for bitmap word w.
+pub(crate) const AREA_SUMMARY: usize = 0x08;
+/// Area: the channel bitmap.
+pub(crate) const AREA_BITMAP: usize = CACHE_LINE;
+
+/// The parameters a formatter chooses; everything else follows from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegionParams {
+    /// Bytes of the region the layout covers.
+    pub(crate) size: u64,
+    /// Node table entries (1..=[`MAX_NODES`]).
+    pub(crate) nodes: u32,
+    /// Channels each node can export (a multiple of 64, 64..=[`MAX_CHANNELS`]).
+    pub(crate) channels: u32,
+    /// log2 of the slots of each mailbox (0..=[`mailbox::MB_MAX_SLOTS_LOG2`]).
+    pub(crate) mb_log2: u32,
+}
+
+/// The places of everything in a region, computed from validated parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The parameters.
+    pub(super) params: RegionParams,
+    /// Mailbox geometry.
+    pub(super) mailbox: MailboxGeometry,
+    /// Node count as a usize.
+    pub(super) nodes: usize,
+    /// Channel count as a usize.
+    pub(super) channels: usize,
+    /// Offset of area 0.
+    pub(super) areas: usize,
+    /// Bytes of each area (a multiple of [`PAGE_SIZE`]).
+    pub(super) area_size: usize,
+    /// Area-relative offset of the mailbox slot areas.
+    pub(super) slots: usize,
+    /// Area-relative offset of the mailbox ack areas.
+    pub(super) acks: usize,
+    /// Area-relative offset of the export directory.
+    pub(super) dir: usize,
+    /// Area-relative offset of the heap (page-aligned).
+    pub(super) heap: usize,
+    /// Pages of each heap.
+    pub(super) heap_pages: usize,
+}
+
+/// `v` rounded up to a multiple of `align` (a power of two), if it fits.
+fn align_up(v: usize, align: usize) -> Option<usize> {
+    let mask = align.wrapping_sub(1);
+    v.checked_add(mask).map(|x| x & !mask)
+}
+
+/// `v` rounded down to a multiple of `align` (a power of two).
+const fn align_down(v: usize, align: usize) -> usize {
+    v & !align.wrapping_sub(1)
+}
+
+impl Layout {
+    /// The layout for `params` in a mapping of `map_len` bytes, or why there is none:
+    /// the parameters must be in range and the whole layout, with at least one heap page
+    /// per node, must fit in both `params.size` and `map_len`.
+    pub(crate) fn new(params: RegionParams, map_len: usize) -> Result<Self, RegionError> {
+        let bad = RegionError::BadParams;
+        if params.nodes == 0
+            || params.nodes > MAX_NODES
+            || params.channels == 0
+            || params.channels > MAX_CHANNELS
+            || params.channels % 64 != 0
+        {
+            return Err(bad);
+        }
+        let mailbox = MailboxGeometry::from_log2(params.mb_log2).map_err(|_| bad)?;
+        let size = usize::try_from(params.size).map_err(|_| bad)?;
+        if size > map_len {
+            return Err(bad);
+        }
+        let nodes = usize::try_from(params.nodes).map_err(|_| bad)?;
+        let channels = usize::try_from(params.channels).map_err(|_| bad)?;
+        let table_end = nodes
+            .checked_mul(NODE_ENTRY_SIZE)
+            .and_then(|t| t.checked_add(NODE_TABLE))
+            .ok_or(bad)?;
+        let areas = align_up(table_end, PAGE_SIZE).ok_or(bad)?;
+        let per_area = size
+            .checked_sub(areas)
+            .and_then(|s| s.checked_div(nodes))
+            .ok_or(bad)?;
+        let area_size = align_down(per_area, PAGE_SIZE);
+        let slots = align_up(
+            AREA_BITMAP.checked_add(channels / 8).ok_or(bad)?,
+            CACHE_LINE,
+        )
+        .ok_or(bad)?;
+        let acks = nodes
+            .checked_mul(mailbox.area_size())
+            .and_then(|s| s.checked_add(slots))
+            .ok_or(bad)?;
+        let dir = nodes
+            .checked_mul(MB_ACK_SIZE)
+            .and_then(|a| a.checked_add(acks))
+            .ok_or(bad)?;
+        let dir_end = channels
+            .checked_mul(8)
+            .and_then(|d| d.checked_add(dir))
+            .ok_or(bad)?;
+        let heap = align_up(dir_end, PAGE_SIZE).ok_or(bad)?;
+        let heap_pages = area_size.checked_sub(heap).ok_or(bad)? / PAGE_SIZE;
+        if heap_pages == 0 || heap_pages > MAX_PAGES {
+            return Err(bad);
+        }
+        Ok(Self {
+            params,
+            mailbox,
+            nodes,
+            channels,
+            areas,
+            area_size,
+            slots,
+            acks,
+            dir,
+            heap,
+            heap_pages,
+        })
+    }
+
+    /// The parameters.
+    pub(crate) const fn params(&self) -> RegionParams {
+        self.params
+    }
+
+    /// Node count.
+    pub(crate) const fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// Channels per node.
+    pub(crate) const fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Mailbox geometry.
+    pub(crate) const fn mailbox(&self) -> MailboxGeometry {
+        self.mailbox
+    }
+
+    /// Pages of each node's heap.
+    pub(crate) const fn heap_pages(&self) -> usize {
+        self.heap_pages
+    }
+
+    /// Bytes of each node's area.
+    pub(crate) const fn area_size(&self) -> usize {
+        self.area_size
+    }
+
+    /// Index of `node`, if it is in the table.
+    pub(super) fn index(&self, node: NodeId) -> Option<usize> {
+        let i = usize::from(node);
+        (i < self.nodes).then_some(i)
+    }
+
+    /// Offset of `node`'s entry in the node table.
+    pub(crate) fn node_entry(&self, node: NodeId) -> Option<usize> {
+        let i = self.index(node)?;
+        NODE_TABLE.checked_add(i.checked_mul(NODE_ENTRY_SIZE)?)
+    }
+
+    /// Offset of the word in which `node` publishes its link to `peer`.
+    pub(crate) fn link(&self, node: NodeId, peer: NodeId) -> Option<usize> {
+        let j = self.index(peer)?;
+        self.node_entry(node)?
+            .checked_add(NODE_LINKS)?
+            .checked_add(j.checked_mul(8)?)
+    }
+
+    /// Offset of `node`'s area.
+    pub(crate) fn area(&self, node: NodeId) -> Option<usize> {
+        let i = self.index(node)?;
+        self.areas.checked_add(i.checked_mul(self.area_size)?)
+    }
+
+    /// Offset of the slot area of the mailbox `from` → `to` (in `to`'s area).
+    pub(crate) fn mb_slots(&self, to: NodeId, from: NodeId) -> Option<usize> {
+        let j = self.index(from)?;
+        self.area(to)?
+            .checked_add(self.slots)?
+            .checked_add(j.checked_mul(self.mailbox.area_size())?)
+    }
+
+    /// Offset of the ack area of the mailbox `from` → `to` (in `from`'s area).
+    pub(crate) fn mb_ack(&self, from: NodeId, to: NodeId) -> Option<usize> {
+        let j = self.index(to)?;
+        self.area(from)?
+            .checked_add(self.acks)?
+            .checked_add(j.checked_mul(MB_ACK_SIZE)?)
+    }
+
+    /// Offset of `node`'s directory entry for `channel`.
+    pub(crate) fn dir_entry(&self, node: NodeId, channel: u32) -> Option<usize> {
+        let c = usize::try_from(channel).ok()?;
+        if c >= self.channels {
+            return None;
+        }
+        self.area(node)?
+            .checked_add(self.dir)?
+            .checked_add(c.checked_mul(8)?)
+    }
+
+    /// Offset of the first page of `node`'s heap.
+    pub(crate) fn heap(&self, node: NodeId) -> Option<usize> {
+        self.area(node)?.checked_add(self.heap)
+    }
+
+    /// Offset of a doorbell word of `node`'s area (`AREA_MAIL`, `AREA_SUMMARY`).
+    pub(super) fn area_word(&self, node: NodeId, word: usize) -> Option<usize> {
+        self.area(node)?.checked_add(word)
+    }
+
+    /// Offset of bitmap word `w` of `node`'s area.
+    pub(super) fn bitmap_word(&self, node: NodeId, w: usize) -> Option<usize> {
+        if w.checked_mul(64)? >= self.channels {
+            return None;
+        }
+        self.area(node)?
+            .checked_add(AREA_BITMAP)?
+            .checked_add(w.checked_mul(8)?)
+    }
+}
