@@ -250,17 +250,14 @@ impl Shared {
         } else if let Some(g) = down {
             // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
             // in ms): tests measure how soon after it the connections failed.
+            let silent_ms = now.saturating_sub(last_beat);
             pr_info!(
                 "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago; {}); resetting its connections\n",
                 peer.id,
                 g,
                 last_beat,
-                now.saturating_sub(last_beat),
-                down_cause(
-                    &view,
-                    g,
-                    now.saturating_sub(last_beat) >= self.liveness.timeout_ms
-                )
+                silent_ms,
+                down_cause(&view, g, silent_ms >= self.liveness.timeout_ms)
             );
             self.events.node_down(peer.id);
             // Only now may the peer relink: its old mappings and connections are gone.
