@@ -10,6 +10,10 @@
 //!                [--max-peers N] [--pidfile PATH] [--verbose]
 //! ```
 //!
+//! The socket file appears only once the server accepts connections (it is
+//! bound under a temporary name and renamed when it listens: see
+//! `listener`), so a script may wait for the file and then start QEMU.
+//!
 //! See `tools/man/ivshmem-server.8`.
 
 mod listener;
@@ -58,7 +62,8 @@ fn run(opts: &options::Options) -> std::io::Result<()> {
         .as_deref()
         .map(pidfile::PidFile::create)
         .transpose()?;
-    // Last: once the socket exists, the server is ready for clients.
+    // Last: once the socket file exists, the server accepts clients (the file
+    // appears only when the socket listens).
     let listener = listener::Listener::bind(&opts.socket)?;
     if opts.verbose {
         eprintln!(

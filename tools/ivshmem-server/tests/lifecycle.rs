@@ -3,10 +3,11 @@
 
 mod common;
 
-use common::{fd_size, run, Server, TempDir};
+use common::{fd_size, run, run_traced, Client, Server, TempDir};
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::time::{Duration, Instant};
 
 #[test]
 fn termination_removes_socket_memory_and_pidfile() {
@@ -47,6 +48,123 @@ fn termination_removes_socket_memory_and_pidfile() {
         b.expect_eof();
         a.expect_eof();
     }
+}
+
+/// Clients wait for the socket file and connect at once (QEMU started by
+/// selftests/vm-pair, this harness): the file must not exist before the
+/// server listens, or the connection is refused.  strace holds the server's
+/// listen() for 2 s, so that a file created before it (at bind(), which
+/// precedes listen()) refuses the connection below every time, rather than
+/// now and then on a loaded host.
+#[test]
+fn the_socket_appears_only_once_the_server_listens() {
+    const DELAY: Duration = Duration::from_secs(2);
+    let dir = TempDir::new();
+    let started = Instant::now();
+    let inject = format!("inject=listen:delay_enter={}", DELAY.as_micros());
+    let server = Server::start_traced(&dir, &["-e", "trace=listen", "-e", &inject], &[]);
+    let stream = UnixStream::connect(&server.socket).unwrap_or_else(|e| {
+        panic!("the socket file exists, but connecting to it fails ({e}): it appeared before the server listened")
+    });
+    let mut a = Client { stream };
+    assert_eq!(a.expect_greeting().0, 0);
+    assert!(
+        started.elapsed() >= DELAY,
+        "strace did not delay listen(): this test proved nothing"
+    );
+}
+
+/// The files in `dir`, sorted.
+fn files(dir: &TempDir) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The socket is bound under a temporary name and renamed into place: a
+/// failure on the way leaves neither name behind (nor the other files).
+#[test]
+fn a_start_that_fails_at_listen_or_rename_leaves_no_file() {
+    for inject in ["listen:error=ENOMEM", "renameat2:error=EACCES"] {
+        let dir = TempDir::new();
+        let (sock, shm, pid) = (dir.path("sock"), dir.path("shm"), dir.path("pid"));
+        let out = run_traced(
+            &["-e", &format!("inject={inject}")],
+            &[
+                "--socket",
+                sock.to_str().unwrap(),
+                "--shm",
+                shm.to_str().unwrap(),
+                "--pidfile",
+                pid.to_str().unwrap(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{inject}: stderr {err}");
+        assert!(err.contains("cannot listen on"), "{inject}: stderr {err}");
+        assert_eq!(files(&dir), Vec::<String>::new(), "{inject}: left behind");
+    }
+}
+
+/// A socket that appears at the path while the server starts (another
+/// server starting at the same moment: both found the path free) is not
+/// replaced, as bind() on the path itself would refuse it: the server's
+/// listen() is held until the test has put its own socket there.
+#[test]
+fn a_socket_created_meanwhile_is_not_replaced() {
+    let dir = TempDir::new();
+    let (sock, shm, pid) = (dir.path("sock"), dir.path("shm"), dir.path("pid"));
+    std::thread::scope(|s| {
+        let server = s.spawn(|| {
+            run_traced(
+                &["-e", "inject=listen:delay_enter=2000000"],
+                &[
+                    "--socket",
+                    sock.to_str().unwrap(),
+                    "--shm",
+                    shm.to_str().unwrap(),
+                    "--pidfile",
+                    pid.to_str().unwrap(),
+                ],
+            )
+        });
+        // The pid file is written after the check for a live socket and
+        // before bind(), so the server is between the two now.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !pid.exists() {
+            assert!(!server.is_finished(), "the server exited early");
+            assert!(Instant::now() < deadline, "no pid file");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let other = UnixListener::bind(&sock).unwrap();
+        let out = server.join().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "stderr {err}");
+        assert!(
+            err.contains("cannot listen on") && err.contains("File exists"),
+            "stderr {err}"
+        );
+        assert_eq!(files(&dir), ["sock"], "a file left behind or removed");
+        // Still the test's socket.
+        let _c = UnixStream::connect(&sock).unwrap();
+        assert!(other.accept().is_ok());
+    });
+}
+
+/// On file systems without renameat2's RENAME_NOREPLACE (EINVAL), the socket
+/// is hard-linked into place instead, and the temporary name removed.
+#[test]
+fn without_rename_noreplace_the_socket_is_linked_into_place() {
+    let dir = TempDir::new();
+    let mut server = Server::start_traced(&dir, &["-e", "inject=renameat2:error=EINVAL"], &[]);
+    let mut a = server.connect();
+    assert_eq!(a.expect_greeting().0, 0);
+    assert_eq!(files(&dir), ["pid", "shm", "sock", "sock.log"]);
+    assert!(server.stop(libc::SIGTERM).success());
+    assert_eq!(files(&dir), ["sock.log"]);
 }
 
 #[test]

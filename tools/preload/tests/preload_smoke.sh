@@ -242,11 +242,15 @@ fi
 # --- real programs over loopback ---------------------------------------------
 port_file="$work/port"
 (cd "$work" && exec python3 - "$port_file") >/dev/null 2>&1 <<'PY' &
-import http.server, socket, sys
+import http.server, os, socket, sys
 class S(http.server.ThreadingHTTPServer):
     address_family = socket.AF_INET6
 srv = S(("::1", 0), http.server.SimpleHTTPRequestHandler)
-open(sys.argv[1], "w").write(str(srv.server_address[1]))
+# Listening now (the constructor binds and listens): publish the port, in
+# one step, so that the file is there only complete.
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(srv.server_address[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 srv.timeout = 1
 import time
 end = time.time() + 60
@@ -254,7 +258,9 @@ while time.time() < end:
     srv.handle_request()
 PY
 srv_pid=$!
-for _ in $(seq 50); do [ -s "$port_file" ] && break; sleep 0.1; done
+# Until the server is ready (port file) or gone: no guessed deadline, as a
+# loaded host may take its time to start python3 (which ends in 60 s anyway).
+while [ ! -s "$port_file" ] && kill -0 "$srv_pid" 2>/dev/null; do sleep 0.05; done
 if [ -s "$port_file" ]; then
 	port=$(cat "$port_file")
 	if command -v curl >/dev/null; then
@@ -292,7 +298,14 @@ if command -v sockperf >/dev/null; then
 	SCI_FAMILY_FILE="$work/family-inet" "$sci_run" timeout 20 \
 		sockperf server --tcp -i 127.0.0.1 -p "$sp_port" >"$work/sp-server" 2>&1 &
 	sp_pid=$!
-	sleep 1
+	# Ready once its socket listens (a LISTEN, 0A, entry for the port in
+	# /proc/net/tcp), not after a guessed sleep; or gone (then the client
+	# fails below, with the server's output).
+	sp_hex=$(printf ':%04X' "$sp_port")
+	while kill -0 "$sp_pid" 2>/dev/null &&
+	      ! awk -v p="$sp_hex" 'NR > 1 && substr($2, length($2) - 4) == p && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp; do
+		sleep 0.05
+	done
 	if SCI_FAMILY_FILE="$work/family-inet" SCI_DEBUG=1 "$sci_run" timeout 15 \
 		sockperf ping-pong --tcp -i 127.0.0.1 -p "$sp_port" -t 1 >"$work/out" 2>"$work/err" &&
 	   grep -q 'Summary: Latency' "$work/out"; then

@@ -45,7 +45,10 @@ impl Drop for TempDir {
 
 /// A running server; killed (SIGKILL) if the test ends without stopping it.
 pub struct Server {
+    /// The server, or the strace that runs it (`start_traced`).
     pub child: Child,
+    /// The server's process id: `child`'s, or that of the server strace runs.
+    pub pid: u32,
     pub socket: PathBuf,
     pub shm: PathBuf,
     pub log: PathBuf,
@@ -70,16 +73,50 @@ impl Server {
     /// Runs the server with exactly `args`, which must make it listen on
     /// `socket` with its memory at `shm`, and waits for the socket.
     pub fn spawn(args: &[&str], socket: PathBuf, shm: PathBuf) -> Server {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        Server::spawn_command(cmd, socket, shm)
+    }
+
+    /// Like `start`, but the server runs under strace with `strace_args`
+    /// (fault injection: see strace(1), "-e inject").  strace is a test
+    /// dependency (scripts/deps.sh installs it): without it, this panics.
+    ///
+    /// strace is `child` and the server its child, whose pid comes from the
+    /// pid file: `stop` and the drop signal the server, and strace exits
+    /// after it.  (With strace -D the server would be our child, but the
+    /// tracer would be no ancestor of it, which Yama's ptrace_scope 1
+    /// forbids, and nobody would reap the orphaned tracer.)
+    pub fn start_traced(dir: &TempDir, strace_args: &[&str], extra: &[&str]) -> Server {
+        let (socket, shm, pidfile) = (dir.path("sock"), dir.path("shm"), dir.path("pid"));
+        let mut args = vec![
+            "--socket",
+            socket.to_str().unwrap(),
+            "--shm",
+            shm.to_str().unwrap(),
+            "--pidfile",
+            pidfile.to_str().unwrap(),
+            "--verbose",
+        ];
+        args.extend(extra);
+        let cmd = strace(strace_args, &args);
+        // The server writes its pid file before it creates its socket.
+        Server::spawn_command(cmd, socket.clone(), shm.clone()).with_pid_from(&pidfile)
+    }
+
+    /// Runs `cmd`, which must run the server on `socket` with its memory at
+    /// `shm`, and waits for the socket.
+    pub fn spawn_command(mut cmd: Command, socket: PathBuf, shm: PathBuf) -> Server {
         let stale = inode(&socket);
         // The log goes next to the socket and is shown if the test fails.
         let log = socket.with_extension("log");
-        let child = Command::new(BIN)
-            .args(args)
+        let child = cmd
             .stdin(Stdio::null())
             .stderr(fs::File::create(&log).unwrap())
             .spawn()
             .expect("cannot run the server");
         let mut server = Server {
+            pid: child.id(),
             child,
             socket,
             shm,
@@ -89,7 +126,16 @@ impl Server {
         server
     }
 
-    /// Waits for a socket file other than the `stale` one.
+    fn with_pid_from(mut self, pidfile: &Path) -> Server {
+        let text =
+            fs::read_to_string(pidfile).unwrap_or_else(|e| panic!("{}: {e}", pidfile.display()));
+        self.pid = text.trim().parse().expect("a pid in the pid file");
+        self
+    }
+
+    /// Waits for a socket file other than the `stale` one.  The server
+    /// creates it only once it listens, so that a client may connect as
+    /// soon as the file is there, as QEMU started by a script does.
     fn wait_ready(&mut self, stale: Option<u64>) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while inode(&self.socket).is_none() || inode(&self.socket) == stale {
@@ -108,10 +154,13 @@ impl Server {
         Client::connect(&self.socket)
     }
 
-    /// Sends `sig` and waits (at most 10 s) for the exit status.
+    /// Sends `sig` and waits (at most 10 s) for the exit status (strace's
+    /// is the server's).
     pub fn stop(&mut self, sig: i32) -> ExitStatus {
-        // SAFETY: kill takes no pointers; the pid is our own child's.
-        assert_eq!(unsafe { libc::kill(self.child.id() as i32, sig) }, 0);
+        // SAFETY: kill takes no pointers.  The pid is our child's, or that
+        // of the server strace runs, whose pid stays its own until strace
+        // reaps it (strace then exits: see the loop below).
+        assert_eq!(unsafe { libc::kill(self.pid as i32, sig) }, 0);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Some(st) = self.child.try_wait().unwrap() {
@@ -125,13 +174,65 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_and_reap(&mut self.child, self.pid);
         if std::thread::panicking() {
             let log = fs::read_to_string(&self.log).unwrap_or_default();
             eprintln!("--- server log ---\n{log}------------------");
         }
     }
+}
+
+/// The server with `args` under strace with `strace_args`; panics if strace
+/// is not installed.
+fn strace(strace_args: &[&str], args: &[&str]) -> Command {
+    match Command::new("strace").arg("-V").output() {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("strace -V failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => {
+            panic!("this test needs strace ({e}): apt-get install strace, or run scripts/deps.sh")
+        }
+    }
+    let mut cmd = Command::new("strace");
+    // -o: the trace goes nowhere; stderr is the server's own.
+    cmd.args(["-f", "-qq", "-o", "/dev/null"])
+        .args(strace_args)
+        .arg("--")
+        .arg(BIN)
+        .args(args);
+    cmd
+}
+
+/// Kills the server (SIGKILL) and reaps `child`: the server, or the strace
+/// that runs it (`pid`: the server's if known, else `child`'s).  Under strace
+/// the server is killed, not strace, which would leave it running untraced;
+/// strace then exits.
+fn kill_and_reap(child: &mut Child, pid: u32) {
+    if child.try_wait().is_ok_and(|st| st.is_none()) {
+        let mut pids = children(child.id());
+        if pids.is_empty() {
+            pids.push(pid);
+        }
+        for p in pids {
+            // SAFETY: kill takes no pointers.  `p` is our running child or
+            // one of its children, which only it reaps.
+            unsafe { libc::kill(p as i32, libc::SIGKILL) };
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().is_ok_and(|st| st.is_none()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The children of process `pid` (for strace, the server it runs).
+fn children(pid: u32) -> Vec<u32> {
+    fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 fn inode(path: &Path) -> Option<u64> {
@@ -140,8 +241,19 @@ fn inode(path: &Path) -> Option<u64> {
 
 /// Runs the server to completion (for option errors).
 pub fn run(args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
+    let mut cmd = Command::new(BIN);
+    cmd.args(args);
+    run_command(cmd, args)
+}
+
+/// Runs the server with `args` under strace with `strace_args` (see
+/// `Server::start_traced`) to completion.
+pub fn run_traced(strace_args: &[&str], args: &[&str]) -> Output {
+    run_command(strace(strace_args, args), args)
+}
+
+fn run_command(mut cmd: Command, args: &[&str]) -> Output {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -150,7 +262,8 @@ pub fn run(args: &[&str]) -> Output {
     let deadline = Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
-            let _ = child.kill();
+            let pid = child.id();
+            kill_and_reap(&mut child, pid);
             panic!("server {args:?} did not exit");
         }
         std::thread::sleep(Duration::from_millis(10));
