@@ -27,8 +27,8 @@ use crate::proto::frame::{
 };
 use crate::proto::queue::{self, QueueParams};
 use crate::proto::ring::RingGeometry;
-use crate::sci_conn::{once_a_second, Conn, Phase, RING_LOG2};
-use core::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use crate::sci_conn::{once_a_second, Conn, Phase, Release, RING_LOG2};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
 use kernel::time::Ktime;
@@ -132,19 +132,25 @@ enum Slot {
     Reserved,
     /// Held by a connection.
     Used(Arc<Conn>),
-    /// Left by a closed connection to another node, whose segment stays exported until
-    /// `until_ms` (`ktime_get` milliseconds; see [`ControlPlane::free_conn`]).
-    Lingering { until_ms: i64 },
+    /// Left by a closed connection to another node whose segment the peer end may still
+    /// store into: it stays exported, its memory allocated, until the peer end closes
+    /// too, or (`until_ms`, `ktime_get` milliseconds) until a grace period ends (see
+    /// [`ControlPlane::free_conn`]).
+    Closing {
+        conn: Arc<Conn>,
+        until_ms: Option<i64>,
+    },
 }
 
-/// How long a closed connection to another node keeps its segment exported (ms): its
-/// peer node takes our answer to its connect on its own time, and the program may have
-/// accepted and closed this end before that.
-const LINGER_MS: i64 = 1000;
+/// How long a closed connection whose peer end's state is not known keeps its segment
+/// exported (ms), before its pages wait out the fabric's quarantine: the peer node may
+/// take our answer to its connect on its own time, and the program may have accepted
+/// and closed this end before that.
+const GRACE_MS: i64 = 1000;
 
-/// Lingering slots (so the listener kthread scans the table only when there are some;
-/// there is one control plane).
-static LINGERING: AtomicUsize = AtomicUsize::new(0);
+/// How often the listener kthread sweeps the table (ms): overdue doorbells, and closing
+/// slots whose peer finished (also looked at as soon as a closing slot's doorbell rings).
+const SWEEP_MS: i64 = 100;
 
 /// The control plane (one per module).
 #[pin_data]
@@ -161,6 +167,12 @@ pub(crate) struct ControlPlane {
     /// Non-blocking connects in progress, finished by the connector kthread.
     #[pin]
     connector: Connector,
+    /// Slots in [`Slot::Closing`] (the listener kthread looks at them only then).
+    closing: AtomicUsize,
+    /// A closing slot's doorbell rang: look at the closing slots now.
+    reclaim_now: AtomicBool,
+    /// When the listener kthread last swept the table (`ktime_get` ms).
+    last_sweep_ms: AtomicI64,
 }
 
 /// Forwards fabric events to the installed control plane.
@@ -176,8 +188,8 @@ impl FabricEvents for PlaneEvents {
     }
 
     fn doorbell(&self, channel: u32) {
-        if let Some(conn) = global::plane().and_then(|p| p.conn(channel)) {
-            conn.doorbell();
+        if let Some(plane) = global::plane() {
+            plane.doorbell(channel);
         }
     }
 
@@ -204,7 +216,7 @@ impl ThreadMain for ListenerThread {
                 Some((from, bytes)) => plane.handle(from, &bytes),
                 None => plane.wait_for_frames(),
             }
-            plane.reclaim_lingering();
+            plane.sweep();
         }
     }
 }
@@ -232,6 +244,9 @@ impl ControlPlane {
             inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "ControlPlane::inbox"),
             inbox_ready <- kernel::new_condvar!("ControlPlane::inbox_ready"),
             connector <- Connector::new(),
+            closing: AtomicUsize::new(0),
+            reclaim_now: AtomicBool::new(false),
+            last_sweep_ms: AtomicI64::new(0),
         }? Error))
     }
 
@@ -279,10 +294,35 @@ impl ControlPlane {
 
     fn wait_for_frames(&self) {
         let mut g = self.inbox.lock();
-        if g.len == 0 {
-            let _ = self
-                .inbox_ready
-                .wait_interruptible_timeout(&mut g, kernel::time::msecs_to_jiffies(100));
+        if g.len == 0 && !self.reclaim_now.load(Ordering::Acquire) {
+            let _ = self.inbox_ready.wait_interruptible_timeout(
+                &mut g,
+                kernel::time::msecs_to_jiffies(SWEEP_MS as u32),
+            );
+        }
+    }
+
+    /// A doorbell for `channel` (maybe in atomic context: only wakes). A connection's
+    /// wakes its socket; a closing slot's (its peer end closed, or moved) has the
+    /// listener kthread look at the closing slots.
+    fn doorbell(&self, channel: u32) {
+        let closing = {
+            let g = self.conns.lock();
+            match g.as_slice().get(channel as usize) {
+                Some((_, Slot::Used(c))) => Err(c.clone()),
+                Some((_, Slot::Closing { .. })) => Ok(true),
+                _ => Ok(false),
+            }
+        };
+        match closing {
+            Err(conn) => conn.doorbell(),
+            Ok(true) => {
+                self.reclaim_now.store(true, Ordering::Release);
+                // Taking the inbox lock orders this against the kthread's check.
+                drop(self.inbox.lock());
+                self.inbox_ready.notify_one();
+            }
+            Ok(false) => {}
         }
     }
 
@@ -300,6 +340,19 @@ impl ControlPlane {
         let g = self.conns.lock();
         match g.as_slice().get(id.slot as usize) {
             Some((generation, Slot::Used(c))) if *generation == id.generation => Some(c.clone()),
+            _ => None,
+        }
+    }
+
+    /// The connection `id`, open or closing, if its slot still holds that generation.
+    fn conn_or_closing_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        match g.as_slice().get(id.slot as usize) {
+            Some((generation, Slot::Used(c) | Slot::Closing { conn: c, .. }))
+                if *generation == id.generation =>
+            {
+                Some(c.clone())
+            }
             _ => None,
         }
     }
@@ -354,14 +407,14 @@ impl ControlPlane {
 
     /// The fabric reported `node` down: every connection to it is reset (its peer is
     /// treated as having aborted; a connect still waiting for the node's answer falls
-    /// back to TCP).
+    /// back to TCP), and closing slots waiting for it are freed at the next sweep.
     fn node_down(&self, node: NodeId) {
         // Room for every slot up front: nothing is allocated under the spinlock.
         let mut lost = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
         {
             let g = self.conns.lock();
             for conn in g.iter().filter_map(|(_, s)| match s {
-                Slot::Used(c) => Some(c),
+                Slot::Used(c) | Slot::Closing { conn: c, .. } => Some(c),
                 _ => None,
             }) {
                 if conn.peer_node == node && lost.push(conn.clone(), GFP_ATOMIC).is_err() {
@@ -375,86 +428,139 @@ impl ControlPlane {
         }
     }
 
-    /// Frees a connection's slot and withdraws its segment.
+    /// Frees a connection's slot and withdraws its segment, once no peer end can store
+    /// into it any more ([`Conn::release`]):
     ///
-    /// The segment of a connection to another node is withdrawn only [`LINGER_MS`] later
-    /// (its pages then wait out the fabric's quarantine): the peer node may not have
-    /// taken our accept yet, and must still find this end, closed, rather than nothing
-    /// (a connect that would fall back to TCP after the program here already accepted
-    /// and closed it). It finds it as a TCP client finds a reset or closed connection.
-    /// A connection no end on the other node knows of (a rejected connect, or a
-    /// listener's end whose accept never went out) goes at once: a client retrying a
-    /// port nobody listens on, or a full backlog, must not use up this node's memory.
+    /// - a connection no end on another node knows of (a rejected connect, a listener's
+    ///   end whose accept never went out, a connection within this node) goes at once: a
+    ///   client retrying a port nobody listens on, or a full backlog, must not use up
+    ///   this node's memory;
+    /// - an established connection whose peer end closed goes at once, its memory
+    ///   reusable at once (the peer's close flags are its last stores into it);
+    /// - one whose peer end is still open stays [`Slot::Closing`] until that end closes
+    ///   (its close rings this slot's doorbell), as a TCP connection's resources stay
+    ///   until both ends closed: so the region holds what is open, at any rate of
+    ///   connections;
+    /// - one whose peer end's state is not known (its node went down; a connect that
+    ///   ended without taking an answer, whose answer may still come) stays exported for
+    ///   [`GRACE_MS`], and its pages then wait out the fabric's quarantine: the peer node
+    ///   must find this end, closed, rather than nothing, and a late store must not land
+    ///   in a new connection's memory.
     pub(crate) fn free_conn(&self, conn: &Conn) {
-        let ours = |entry: &(u32, Slot)| {
-            entry.0 == conn.id.generation
-                && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn))
+        let release = if conn.peer_node == self.fabric().local_node() {
+            Release::Now
+        } else {
+            conn.release()
         };
-        // Puts `next` in the slot if it still holds `conn`; what it held is dropped
-        // outside the lock.
-        let replace = |next: Slot| {
-            let old = {
-                let mut g = self.conns.lock();
-                match g.as_mut_slice().get_mut(conn.id.slot as usize) {
-                    Some(entry) if ours(entry) => Some(core::mem::replace(&mut entry.1, next)),
-                    _ => None,
+        let next = match release {
+            Release::Now | Release::PeerDone => None,
+            Release::WhenPeerCloses => Some(None),
+            Release::Grace => Some(Some(Ktime::ktime_get().to_ms().saturating_add(GRACE_MS))),
+        };
+        let old = {
+            let mut g = self.conns.lock();
+            match g.as_mut_slice().get_mut(conn.id.slot as usize) {
+                Some(entry)
+                    if entry.0 == conn.id.generation
+                        && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn)) =>
+                {
+                    Some(match next {
+                        Some(until_ms) => {
+                            let Slot::Used(c) = &entry.1 else {
+                                return;
+                            };
+                            let c = c.clone();
+                            self.closing.fetch_add(1, Ordering::Relaxed);
+                            core::mem::replace(&mut entry.1, Slot::Closing { conn: c, until_ms })
+                        }
+                        // Reserved while the segment is withdrawn outside the lock: once
+                        // the slot is free, a new connection may export its segment
+                        // under the same channel.
+                        None => core::mem::replace(&mut entry.1, Slot::Reserved),
+                    })
                 }
-            };
-            old.is_some()
-        };
-        if conn.peer_node != self.fabric().local_node() && !conn.never_shared() {
-            let until_ms = Ktime::ktime_get().to_ms().saturating_add(LINGER_MS);
-            if replace(Slot::Lingering { until_ms }) {
-                LINGERING.fetch_add(1, Ordering::Relaxed);
+                _ => None,
             }
-            return;
+        };
+        if old.is_some() && next.is_none() {
+            self.fabric().unexport(conn.id.slot);
+            self.set_free(conn.id.slot as usize);
         }
-        if !self
-            .conns
-            .lock()
-            .as_slice()
-            .get(conn.id.slot as usize)
-            .is_some_and(ours)
-        {
-            return;
-        }
-        // Withdrawn while the slot is still ours: once it is free, a new connection may
-        // export its segment under the same channel.
-        self.fabric().unexport(conn.id.slot);
-        replace(Slot::Free);
     }
 
-    /// Withdraws the segments of lingering slots whose time is up and frees the slots
-    /// (listener kthread, at most every 100 ms).
-    fn reclaim_lingering(&self) {
-        static LAST_MS: AtomicI64 = AtomicI64::new(0);
+    /// Makes a reserved slot free again.
+    fn set_free(&self, slot: usize) {
+        if let Some(entry) = self.conns.lock().as_mut_slice().get_mut(slot) {
+            entry.1 = Slot::Free;
+        }
+    }
+
+    /// The listener kthread's periodic look at the table (every [`SWEEP_MS`], and at
+    /// once when a closing slot's doorbell rang):
+    ///
+    /// - every connection whose doorbell is overdue is woken ([`Conn::sweep`]): a
+    ///   doorbell lost on the way, whatever the cause, costs one period, never a hang;
+    /// - every closing slot whose peer end has closed, or whose grace period is over, is
+    ///   freed.
+    fn sweep(&self) {
         let now = Ktime::ktime_get().to_ms();
-        if LINGERING.load(Ordering::Relaxed) == 0
-            || now.saturating_sub(LAST_MS.load(Ordering::Relaxed)) < 100
-        {
+        let kicked = self.reclaim_now.swap(false, Ordering::AcqRel);
+        let due = now.saturating_sub(self.last_sweep_ms.load(Ordering::Relaxed)) >= SWEEP_MS;
+        if !due && !kicked {
             return;
         }
-        LAST_MS.store(now, Ordering::Relaxed);
+        if due {
+            self.last_sweep_ms.store(now, Ordering::Relaxed);
+        }
+        let closing = self.closing.load(Ordering::Relaxed) != 0;
         for slot in 0..MAX_CONNS {
-            let expired = {
-                let mut g = self.conns.lock();
-                match g.as_mut_slice().get_mut(slot) {
-                    Some(entry) if matches!(entry.1, Slot::Lingering { until_ms } if until_ms <= now) =>
-                    {
-                        // Reserved while the segment is withdrawn outside the lock.
-                        entry.1 = Slot::Reserved;
-                        true
+            // One slot at a time: the table's lock is not held while looking (which
+            // takes the connection's mutex).
+            let (conn, until_ms) = {
+                let g = self.conns.lock();
+                match g.as_slice().get(slot) {
+                    Some((_, Slot::Used(c))) if due => (c.clone(), None),
+                    Some((_, Slot::Closing { conn, until_ms })) if closing => {
+                        (conn.clone(), Some(*until_ms))
                     }
-                    _ => false,
+                    _ => continue,
                 }
             };
-            if expired {
-                LINGERING.fetch_sub(1, Ordering::Relaxed);
-                self.fabric().unexport(slot as u32);
-                if let Some(entry) = self.conns.lock().as_mut_slice().get_mut(slot) {
-                    entry.1 = Slot::Free;
+            match until_ms {
+                None => {
+                    conn.sweep();
+                }
+                Some(until_ms) => {
+                    let free = match conn.release() {
+                        Release::Now | Release::PeerDone => true,
+                        Release::WhenPeerCloses => false,
+                        Release::Grace => until_ms.map_or(true, |t| t <= now),
+                    };
+                    if free {
+                        self.reclaim(slot, &conn);
+                    }
                 }
             }
+        }
+    }
+
+    /// Frees the closing slot `slot` if it still holds `conn`: its segment withdrawn, the
+    /// slot free for a new connection.
+    fn reclaim(&self, slot: usize, conn: &Arc<Conn>) {
+        let old = {
+            let mut g = self.conns.lock();
+            match g.as_mut_slice().get_mut(slot) {
+                Some(entry) if matches!(&entry.1, Slot::Closing { conn: c, .. } if Arc::ptr_eq(c, conn)) => {
+                    Some(core::mem::replace(&mut entry.1, Slot::Reserved))
+                }
+                _ => None,
+            }
+        };
+        if old.is_some() {
+            self.closing.fetch_sub(1, Ordering::Relaxed);
+            self.fabric().unexport(slot as u32);
+            drop(old);
+            self.set_free(slot);
         }
     }
 
@@ -531,7 +637,8 @@ impl ControlPlane {
             }
             FrameKind::Close => {
                 // Only the peer end itself, on its node, may close a connection this way.
-                if let Some(conn) = self.conn_by_id(frame.dst) {
+                // A closing slot waiting for that end to close is freed at the next sweep.
+                if let Some(conn) = self.conn_or_closing_by_id(frame.dst) {
                     if conn.peer_node == from && conn.peer_id() == frame.src {
                         conn.peer_lost();
                     }

@@ -214,6 +214,13 @@ impl OwnSk {
         unsafe { bindings::sci_linger_zero(self.as_ptr()) }
     }
 
+    /// Whether poll, select, epoll or `O_ASYNC` watches the socket (or a call sleeps on
+    /// it): someone who wants to hear of every arrival, as TCP tells them.
+    pub(crate) fn watched(&self) -> bool {
+        // SAFETY: live sk; reads its wait queue under RCU and a flag bit.
+        unsafe { bindings::sci_sock_watched(self.as_ptr()) }
+    }
+
     /// Wakes the socket's waiters (poll, epoll, blocking calls).
     pub(crate) fn wake(&self, what: Wake) {
         wake_sk(self.wake_token(), what);

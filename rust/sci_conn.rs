@@ -94,6 +94,26 @@ struct Inner {
     /// or this end was dropped before the answer went out): none wrote, or will write,
     /// into its segment.
     never_shared: bool,
+    /// The fabric or the peer's node reset the connection ([`Conn::peer_lost`]): the peer
+    /// end said nothing of its own about the segment.
+    peer_lost: bool,
+}
+
+/// When the memory of a closed connection end may be used again (see
+/// `ControlPlane::free_conn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// At once: no end on another node ever had the segment (or the peer end is in this
+    /// kernel, where the memory lives as long as either end holds it).
+    Now,
+    /// At once: the peer end closed; its close flags, its last stores into this end's
+    /// segment, are there.
+    PeerDone,
+    /// When the peer end closes (its close rings this end's doorbell).
+    WhenPeerCloses,
+    /// After a grace period: the peer end's state is not known (its node went down, or
+    /// the connect ended without taking an answer), so it may still store late.
+    Grace,
 }
 
 /// One SCI connection end.
@@ -185,6 +205,7 @@ impl Conn {
                         flags: 0,
                         held: gather::Held::default(),
                         never_shared: false,
+                        peer_lost: false,
                     },
                     "Conn::inner"
                 ),
@@ -292,12 +313,30 @@ impl Conn {
     /// goes as soon as the connection is freed, with no grace period.
     pub(crate) fn set_never_shared(&self) {
         self.inner.lock().never_shared = true;
-        self.seg.never_shared();
+        self.seg.peer_done();
     }
 
-    /// See [`Conn::set_never_shared`].
-    pub(crate) fn never_shared(&self) -> bool {
-        self.inner.lock().never_shared
+    /// When this end's segment may be used again, once this end is closed (a peer end
+    /// on another node stores into it until it closes too).
+    pub(crate) fn release(&self) -> Release {
+        let mut g = self.inner.lock();
+        if g.never_shared {
+            return Release::Now;
+        }
+        if g.phase != Phase::Established || g.peer_lost {
+            return Release::Grace;
+        }
+        let Inner { tx, rx, .. } = &mut *g;
+        let (Some(tx), Some(rx)) = (tx.as_mut(), rx.as_mut()) else {
+            return Release::Grace;
+        };
+        if !(tx.peer().closed && rx.peer().closed) {
+            return Release::WhenPeerCloses;
+        }
+        drop(g);
+        // Its pages need no quarantine: the peer stores nothing more.
+        self.seg.peer_done();
+        Release::PeerDone
     }
 
     /// The peer's node went down (the fabric stopped hearing from it): the connection
@@ -305,6 +344,7 @@ impl Conn {
     /// still waiting for its answer falls back to TCP.
     pub(crate) fn peer_lost(&self) {
         let mut g = self.inner.lock();
+        g.peer_lost = true;
         if g.phase == Phase::Connecting {
             g.phase = Phase::Unanswered;
         }
@@ -340,6 +380,22 @@ impl Conn {
                 plane.connector().kick();
             }
         }
+    }
+
+    /// The sweep's look at this connection: if a doorbell it asked for is overdue (the
+    /// peer moved a cursor or a flag after this end posted a wait request, and no
+    /// doorbell came), treat it as arrived. Returns whether it was overdue.
+    pub(crate) fn sweep(&self) -> bool {
+        let g = self.inner.lock();
+        let closed = g.flags & CLOSED != 0;
+        let due = !closed
+            && (g.rx.as_ref().is_some_and(|rx| rx.wake_due())
+                || g.tx.as_ref().is_some_and(|tx| tx.wake_due()));
+        drop(g);
+        if due {
+            self.doorbell();
+        }
+        due
     }
 
     /// Re-decides the bytes held back (the connector kthread, on a doorbell or its tick).

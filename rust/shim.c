@@ -247,6 +247,17 @@ static void sci_wake(struct sock *sk, __poll_t key, int async_how, int async_ban
 	rcu_read_unlock();
 }
 
+bool sci_sock_watched(struct sock *sk)
+{
+	bool watched;
+
+	rcu_read_lock();
+	watched = skwq_has_sleeper(rcu_dereference(sk->sk_wq)) ||
+		  sock_flag(sk, SOCK_FASYNC);
+	rcu_read_unlock();
+	return watched;
+}
+
 void sci_wake_readable(struct sock *sk)
 {
 	sci_wake(sk, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND, SOCK_WAKE_WAITD, POLL_IN);

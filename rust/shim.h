@@ -100,6 +100,14 @@ void sci_wake_state(struct sock *sk);		/* as sock_def_wakeup */
 void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
 
 /*
+ * Whether anyone besides the caller watches sk for the next arrival: an entry on its
+ * wait queue (poll, select, epoll registered or a sleeper) or O_ASYNC. A recv that
+ * leaves data behind asks the peer for the next doorbell only then (TCP wakes on every
+ * segment; a plain blocking reader needs no doorbell while it is not asleep).
+ */
+bool sci_sock_watched(struct sock *sk);
+
+/*
  * Sleeping on a socket's wait queue without losing a wake-up: add the entry first,
  * re-check the condition, then sleep (wait_woken remembers a wake that came between).
  */

@@ -3,8 +3,8 @@
 //! The bytes of a fabric segment, local or mapped from a peer.
 //!
 //! A thin wrapper: the only raw memory access of the data path. Words go through
-//! [`Segment`] (Acquire loads, Release stores, the protocol core's contract) and, for the
-//! shared region's doorbell bits, [`SharedWords`] (atomic RMW); payload bytes are copied
+//! [`Segment`] (Acquire loads, Release stores, the protocol core's contract; no
+//! read-modify-write: no word of shared memory has two writers); payload bytes are copied
 //! between a caller's `iov_iter` and a [`Span`] of the segment, one copy each way,
 //! straight into or out of the peer's ring.
 //!
@@ -17,7 +17,6 @@
 //! stores from this node landing in them.
 
 use crate::bindings;
-use crate::proto::region::SharedWords;
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
 use core::ffi::c_void;
@@ -29,8 +28,9 @@ use kernel::sync::Arc;
 /// What a segment keeps alive and drops with it (for a segment of this node's heap: the
 /// allocation that returns its pages).
 pub(crate) trait SegOwner: Send + Sync {
-    /// No peer ever had the segment, so its memory needs no grace period before reuse.
-    fn never_shared(&self) {}
+    /// No peer will store into the segment any more (none ever had it, or the peer said
+    /// it is done with it), so its memory needs no grace period before reuse.
+    fn peer_done(&self) {}
 }
 
 /// The right to access a peer's memory; revoked when the peer is declared down.
@@ -76,10 +76,9 @@ impl DeviceMem {
     ///
     /// Why write-back and not `ioremap_wc`: ivshmem's BAR *is* host RAM shared between
     /// the QEMU processes, coherent between guests, so the ordinary cached mapping gives
-    /// what the protocol core assumes of a segment (atomic aligned words with
-    /// Acquire/Release, locked read-modify-write for the doorbell bits, `memcpy` for
-    /// payload) at RAM speed. A write-combining mapping would make every load an uncached
-    /// read and leave atomics on WC memory undefined. A real non-coherent NTB window
+    /// what the protocol core assumes of a segment (single-copy atomic aligned words
+    /// with Acquire/Release, `memcpy` for payload) at RAM speed. A write-combining
+    /// mapping would make every load an uncached read. A real non-coherent NTB window
     /// would need WC plus explicit flushes in `Segment::fence` instead.
     pub(crate) fn map_wb(phys: u64, len: usize) -> Result<Arc<Self>> {
         if len == 0 || len % 4096 != 0 {
@@ -177,14 +176,15 @@ impl SegMem {
         })
     }
 
-    /// Tells the owner that no peer ever had this segment (the connection it was made
-    /// for was rejected), so its memory may be reused as soon as it is dropped.
-    pub(crate) fn never_shared(&self) {
+    /// Tells the owner that no peer will store into this segment any more (the
+    /// connection it was made for was rejected, or its peer closed), so its memory may
+    /// be reused as soon as it is dropped.
+    pub(crate) fn peer_done(&self) {
         if let Backing::Device {
             owner: Some(owner), ..
         } = &self.backing
         {
-            owner.never_shared();
+            owner.peer_done();
         }
     }
 
@@ -333,38 +333,5 @@ impl Segment for SegMem {
 
     fn fence(&self) {
         fence(Ordering::SeqCst);
-    }
-}
-
-impl SharedWords for SegMem {
-    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
-        match self.word_ptr(off, 8) {
-            // SAFETY: in bounds and 8-aligned; shared words are only accessed atomically.
-            // A locked RMW on ivshmem's write-back mapping is coherent with the other
-            // guests' (it is host RAM).
-            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.fetch_or(v, Ordering::SeqCst),
-            None => 0,
-        }
-    }
-
-    fn swap_u64(&self, off: usize, v: u64) -> u64 {
-        match self.word_ptr(off, 8) {
-            // SAFETY: as in `fetch_or_u64`.
-            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.swap(v, Ordering::SeqCst),
-            None => 0,
-        }
-    }
-
-    fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
-        match self.word_ptr(off, 8) {
-            // SAFETY: as in `fetch_or_u64`.
-            Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.compare_exchange(
-                current,
-                new,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            ),
-            None => Err(0),
-        }
     }
 }

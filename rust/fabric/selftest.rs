@@ -81,10 +81,16 @@ struct End {
 }
 
 /// `rx` are the parameters of the queue this end receives on, `tx` of the one it sends
-/// on (whose credit area it holds).
-fn endpoint(fabric: &dyn Fabric, channel: u32, rx: QueueParams, tx: QueueParams) -> Result<End> {
+/// on (whose credit area it holds); `peer` is the node the segment is made for.
+fn endpoint(
+    fabric: &dyn Fabric,
+    peer: NodeId,
+    channel: u32,
+    rx: QueueParams,
+    tx: QueueParams,
+) -> Result<End> {
     let rx_size = rx.geometry.rx_area_size();
-    let seg = fabric.create_segment(channel, rx_size + CREDIT_AREA_SIZE, fabric.local_node())?;
+    let seg = fabric.create_segment(channel, rx_size + CREDIT_AREA_SIZE, peer)?;
     queue::init_rx_area(&*seg, 0, rx).map_err(|_| EINVAL)?;
     queue::init_credit_area(&*seg, rx_size, tx).map_err(|_| EINVAL)?;
     Ok(End {
@@ -168,7 +174,9 @@ fn stream(
 pub(crate) fn run() -> Result {
     let fabric = KBox::pin_init(Loopback::new(0, CHANNELS, &COUNTERS)?, GFP_KERNEL)?;
     let fabric: &dyn Fabric = &*fabric;
-    let ring = streams(fabric, &COUNTERS.doorbells, &|ch| fabric.map_segment(0, ch))?;
+    let ring = streams(fabric, 0, &COUNTERS.doorbells, &|ch| {
+        fabric.map_segment(0, ch)
+    })?;
     pr_info!(
         "fabric self-test passed: {} KiB each way through a {} B ring, {} doorbells\n",
         STREAM_BYTES / 1024,
@@ -178,12 +186,13 @@ pub(crate) fn run() -> Result {
     super::ivshmem::selftest::run()
 }
 
-/// The queue test on `fabric`: two endpoints exported under channels 1 and 2, each
-/// mapping the other's segment with `map` (as a peer would), a checksummed stream each
-/// way, the wait protocol checked against `doorbells` (what the fabric's events count).
-/// Returns the ring size used.
+/// The queue test on `fabric`: two endpoints exported under channels 1 and 2 (their
+/// segments made for node `peer`), each mapping the other's segment with `map` (as a
+/// peer would), a checksummed stream each way, the wait protocol checked against
+/// `doorbells` (what the fabric's events count). Returns the ring size used.
 pub(super) fn streams(
     fabric: &dyn Fabric,
+    peer: NodeId,
     doorbells: &AtomicU32,
     map: &dyn Fn(u32) -> Result<Arc<SegMem>>,
 ) -> Result<u64> {
@@ -199,8 +208,8 @@ pub(super) fn streams(
         generation: 7,
         start: u64::MAX - 5000,
     };
-    let a = endpoint(fabric, 1, a_params, b_params)?;
-    let b = endpoint(fabric, 2, b_params, a_params)?;
+    let a = endpoint(fabric, peer, 1, a_params, b_params)?;
+    let b = endpoint(fabric, peer, 2, b_params, a_params)?;
     // Each side maps the other's segment, as a peer on another node would.
     let a_sees_b = map(2)?;
     let b_sees_a = map(1)?;

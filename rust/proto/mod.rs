@@ -159,8 +159,8 @@
 //!
 //! A fabric whose nodes share one memory region (ivshmem's BAR between QEMU guests)
 //! lays it out as [`region`] describes: a header a formatter writes once, a node table
-//! (state, generation, heartbeat, links), and one area per node with its doorbell bits,
-//! its mailboxes, its export directory and the heap its segments come from
+//! (state, generation, heartbeat, links), and one area per node with the [`doorbell`]
+//! counters its peers write, its mailboxes, its export directory and the heap its segments come from
 //! ([`pages`]). Every value read from the region is validated before use; places are
 //! computed from the header's parameters, never read as pointers. [`liveness`] is the
 //! heartbeat watch and the link protocol that tells the layer above when a peer went
@@ -208,6 +208,7 @@
 //!   the data path uses all of it.
 
 pub(crate) mod cursor;
+pub(crate) mod doorbell;
 pub(crate) mod error;
 pub(crate) mod frame;
 pub(crate) mod gather;

@@ -452,6 +452,26 @@ impl<R: Segment, L: Segment> Producer<R, L> {
         self.own.bits & F_WANTS_NOTIFY != 0
     }
 
+    /// Whether the doorbell this side asked for is overdue: a wait request is posted
+    /// and the reader moved its cursor or closed since this side last looked. Loads
+    /// only, changes nothing; the fabric's periodic sweep wakes such a writer, so that a
+    /// doorbell lost on the way costs one sweep period, never a hang.
+    pub(crate) fn wake_due(&self) -> bool {
+        if self.own.bits & F_WANTS_NOTIFY == 0 || self.error.is_some() {
+            return false;
+        }
+        let cons = self
+            .credit
+            .load_u64(at(self.credit_base, CREDIT_CONS_CURSOR));
+        let w = FlagWord::filtered(
+            self.credit
+                .load_u64(at(self.credit_base, CREDIT_CONS_FLAGS)),
+            self.params.generation,
+            CONSUMER_BITS,
+        );
+        cons != self.cons_seen || (w.bits & F_CLOSED != 0 && !self.peer.closed)
+    }
+
     /// Withdraws the wait request after waking (or deciding not to sleep).
     pub(crate) fn finish_wait(&mut self) {
         if self.own.bits & F_WANTS_NOTIFY != 0 {
@@ -778,6 +798,22 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
             sleep: avail == 0 && !p.done_writing && !p.abort,
             notify_peer,
         })
+    }
+
+    /// Whether the doorbell this side asked for is overdue: a wait request is posted
+    /// and the writer moved its cursor or set an ending flag since this side last
+    /// looked. Loads only, changes nothing (see [`Producer::wake_due`]).
+    pub(crate) fn wake_due(&self) -> bool {
+        if self.own.bits & F_WANTS_NOTIFY == 0 || self.error.is_some() {
+            return false;
+        }
+        let prod = self.ring.load_u64(at(self.ring_base, RX_PROD_CURSOR));
+        let w = self.load_peer_flags();
+        let p = self.peer;
+        prod != self.prod_seen
+            || (w.bits & F_DONE_WRITING != 0 && !p.done_writing)
+            || (w.bits & F_CLOSED != 0 && !p.closed)
+            || (w.bits & F_ABORT != 0 && !p.abort)
     }
 
     /// Withdraws the wait request after waking (or deciding not to sleep).

@@ -236,6 +236,12 @@ impl Conn {
                         // next byte, so an edge-triggered epoll sees every arrival.
                         ring |= rx.publish().map_err(proto_err)?;
                         ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
+                    } else if own.watched() {
+                        // Bytes left behind, and an epoll (or poll, or O_ASYNC) watches:
+                        // its next arrival must wake it as TCP's next segment would,
+                        // even if the reader does not read to EAGAIN. A wait request
+                        // asks the writer for that one doorbell.
+                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
                     }
                 }
                 drop(g);

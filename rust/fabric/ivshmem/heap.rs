@@ -3,12 +3,12 @@
 //! This node's heap in the shared region: the pages its segments come from.
 //!
 //! Allocation state is private kernel memory ([`crate::proto::pages`] over a bitmap);
-//! the region only shows peers the export directory. Freed pages are *quarantined* for
-//! [`QUARANTINE_MS`] before they are handed out again: a peer that has not yet seen the
-//! close of a connection may still store into its segment (its next check of our flags
-//! stops it, after at most one ring's worth of data), and those stores must not land in
-//! a new connection's memory. A peer declared down has its mappings revoked before its
-//! connections are reset, so the quarantine only has to cover live peers' last stores.
+//! the region only shows peers the export directory. Most segments come back at once:
+//! the control plane frees a connection's segment when its peer's close flags say the
+//! peer stores nothing more into it. Only a segment whose peer never said so (its node
+//! went down, or a connect gave up without an answer) is *quarantined* for
+//! [`QUARANTINE_MS`] before its pages are handed out again, so that a late store of a
+//! peer that has not yet seen the end cannot land in a new connection's memory.
 
 use super::now_ms;
 use crate::fabric::memory::SegOwner;
@@ -156,12 +156,13 @@ pub(super) struct Allocation {
     pub(super) page: usize,
     /// Page count.
     pub(super) pages: usize,
-    /// The pages wait out the quarantine when freed (cleared for a segment no peer had).
+    /// The pages wait out the quarantine when freed (cleared for a segment no peer had
+    /// or whose peer closed its end).
     quarantine: AtomicBool,
 }
 
 impl SegOwner for Allocation {
-    fn never_shared(&self) {
+    fn peer_done(&self) {
         self.quarantine.store(false, Ordering::Relaxed);
     }
 }

@@ -8,14 +8,16 @@
 //!   reading the directory entry (validated to lie in this node's heap). When the heap
 //!   is full a segment falls back to kernel memory, which only this node can map: local
 //!   connections keep working, a remote connect is refused and falls back to TCP.
-//! - **Doorbells**: set the channel's bit in the receiver's bitmap, then, if the
-//!   receiver takes interrupts and this device can send them, write the receiver's
-//!   `Doorbell` register value; **control frames** go through the per-pair mailbox in
-//!   the region plus a mail bit and the same interrupt.
-//! - **Receiving**: with MSI-X (`ivshmem-doorbell`) the interrupt's thread drains the
-//!   mail and doorbell bits; without (`ivshmem-plain`) the poller kthread does it every
-//!   jiffy (4 ms at HZ=250). Polling costs a wake-up per jiffy that reads two words of
-//!   the own area and one mailbox slot per linked peer: about 250 wake-ups a second;
+//! - **Doorbells**: count the ring of the channel in this node's doorbell block in the
+//!   receiver's area ([`crate::proto::doorbell`]: per-sender counters, no word that two
+//!   nodes read-modify-write), then, if the receiver takes interrupts and this device can
+//!   send them, write the receiver's `Doorbell` register value; **control frames** go
+//!   through the per-pair mailbox in the region and the same interrupt.
+//! - **Receiving**: with MSI-X (`ivshmem-doorbell`) the interrupt's thread looks at the
+//!   next slot of every linked mailbox and at every linked peer's doorbell block; without
+//!   (`ivshmem-plain`) the poller kthread does it every jiffy (4 ms at HZ=250). Polling
+//!   costs a wake-up per jiffy that reads one mailbox slot and one line of group counters
+//!   per linked peer: about 250 wake-ups a second;
 //!   `selftests/ivshmem-suite` measures the kthread's CPU time (see
 //!   Documentation/af_sci.rst).
 //! - **Liveness**: the poller heartbeats every [`TICK_MS`] and watches every peer
@@ -29,9 +31,10 @@
 //!   is the backstop for a guest that hangs with its QEMU alive, and for
 //!   `ivshmem-plain`, which has no server; it must outlast the longest time a guest's
 //!   vCPUs may be kept off the host's CPUs, or busy peers are reset for nothing.
-//! - **This node's own connections** go through the region too (segments from its own
-//!   heap, mapped without the directory), with doorbells and frames delivered directly,
-//!   as the loopback fabric does.
+//! - **This node's own connections** never touch the region: their segments are kernel
+//!   memory, which no peer can write (a peer that scribbles over the region can break
+//!   its own connections, never this node's others), and their doorbells and frames are
+//!   delivered directly, as the loopback fabric does.
 
 mod device;
 mod heap;
@@ -48,6 +51,7 @@ use crate::kthread::{self, SharedMain, SharedThread};
 use crate::native::errno;
 use crate::own_sk::FabricParams;
 use crate::pci::{IoMem, IrqHandler, Registration};
+use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
 use crate::proto::frame::{Frame, FRAME_SIZE};
 use crate::proto::liveness::{LivenessParams, PeerAction, PeerTracker};
 use crate::proto::mailbox::{MailboxError, MailboxRx, MailboxTx};
@@ -73,6 +77,8 @@ pub(super) fn now_ms() -> u64 {
 type RegionSeg = Arc<SegMem>;
 type Tx = MailboxTx<RegionSeg, RegionSeg>;
 type Rx = MailboxRx<RegionSeg, RegionSeg>;
+type BellTx = DoorbellTx<RegionSeg, KVec<u32>>;
+type BellRx = DoorbellRx<RegionSeg, KVec<u32>>;
 
 /// The link with one peer: liveness, and the mailboxes while linked.
 struct Link {
@@ -96,11 +102,24 @@ struct Peer {
     /// Guards this node's mappings of the peer's segments.
     #[pin]
     lease: SpinLock<Arc<Lease>>,
+    /// Doorbells to the peer: this node's block in the peer's area.
+    #[pin]
+    bell_tx: SpinLock<BellTx>,
+    /// Doorbells from the peer: its block in this node's area.
+    #[pin]
+    bell_rx: SpinLock<BellRx>,
 }
 
 impl Peer {
-    fn new(id: NodeId) -> Result<Arc<Self>> {
+    fn new(region: &Region<RegionSeg>, me: NodeId, id: NodeId) -> Result<Arc<Self>> {
         let lease = Lease::new()?;
+        let words = region.layout().bells().words();
+        let bell_tx = region
+            .doorbell_tx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
+            .map_err(|_| EINVAL)?;
+        let bell_rx = region
+            .doorbell_rx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
+            .map_err(|_| EINVAL)?;
         Arc::pin_init(
             pin_init!(Self {
                 id,
@@ -112,6 +131,8 @@ impl Peer {
                 doorbell: AtomicU32::new(0),
                 broken: AtomicBool::new(false),
                 lease <- kernel::new_spinlock!(lease, "ivshmem::Peer::lease"),
+                bell_tx <- kernel::new_spinlock!(bell_tx, "ivshmem::Peer::bell_tx"),
+                bell_rx <- kernel::new_spinlock!(bell_rx, "ivshmem::Peer::bell_rx"),
             }),
             GFP_KERNEL,
         )
@@ -221,7 +242,11 @@ impl Shared {
                 Some(g)
             }
             PeerAction::Link(g) => {
-                let _ = self.region.reset_mailboxes(self.me, peer.id);
+                // What the peer writes here starts afresh, before the link is published;
+                // so does what this node writes there (the peer resets it on its side).
+                let _ = self.region.reset_inbound(self.me, peer.id);
+                peer.bell_rx.lock().reset();
+                peer.bell_tx.lock().reset();
                 link.tx = self.region.mailbox_tx(self.me, peer.id).ok();
                 link.rx = self.region.mailbox_rx(self.me, peer.id).ok();
                 self.region
@@ -265,9 +290,9 @@ impl Shared {
         }
     }
 
-    /// Delivers what arrived: frames from every linked mailbox, rung channels.
+    /// Delivers what arrived: frames from every linked mailbox, rung channels from
+    /// every linked peer's doorbell block.
     fn drain(&self) {
-        let pending = self.region.take_pending(self.me);
         for peer in self.peers.iter() {
             if peer.id != self.me && !peer.reachable.load(Ordering::Acquire) {
                 continue;
@@ -292,11 +317,12 @@ impl Shared {
                     }
                 }
             }
+            drop(link);
+            peer.bell_rx.lock().take(|ch| {
+                self.doorbells.fetch_add(1, Ordering::Relaxed);
+                self.events.doorbell(ch);
+            });
         }
-        self.region.take_channels(self.me, pending.summary, |ch| {
-            self.doorbells.fetch_add(1, Ordering::Relaxed);
-            self.events.doorbell(ch);
-        });
     }
 
     /// Sends `frame` to `peer` through the region (also to this node itself: the
@@ -314,7 +340,6 @@ impl Shared {
             }
         }
         drop(link);
-        self.region.ring_mail(peer.id, self.me);
         self.ring(peer);
         Ok(())
     }
@@ -322,7 +347,7 @@ impl Shared {
     /// Rings `peer`'s `channel` through the region (also for this node itself: the
     /// self-test's path).
     fn ring_channel(&self, peer: &Peer, channel: u32) {
-        if self.region.ring_channel(peer.id, channel) {
+        if peer.bell_tx.lock().ring(channel) {
             self.ring(peer);
         }
     }
@@ -504,7 +529,7 @@ impl Ivshmem {
         let layout = *region.layout();
         let mut peers = KVec::with_capacity(layout.nodes(), GFP_KERNEL)?;
         for n in 0..layout.nodes() {
-            peers.push(Peer::new(n as NodeId)?, GFP_KERNEL)?;
+            peers.push(Peer::new(&region, me, n as NodeId)?, GFP_KERNEL)?;
         }
         // This node's own mailbox (the self-test sends through it).
         if let Some(me_peer) = peers.as_slice().get(usize::from(me)) {
@@ -608,12 +633,15 @@ impl Fabric for Ivshmem {
         if slot >= s.exports.lock().len() {
             return Err(EINVAL);
         }
-        let (seg, entry) = match self.heap_segment(channel, len)? {
-            Some((seg, entry)) => (seg, Some(entry)),
-            // Heap full: kernel memory, for this node's own connections only (another
-            // node could not map it).
-            None if peer == s.me => (Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?, None),
-            None => return Err(ENOMEM),
+        let (seg, entry) = if peer == s.me {
+            // This node's own connection: private kernel memory, which no peer can
+            // write, and nothing in the directory (the peer end is in this kernel).
+            (Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?, None)
+        } else {
+            match self.heap_segment(channel, len)? {
+                Some((seg, entry)) => (seg, Some(entry)),
+                None => return Err(ENOMEM),
+            }
         };
         let old = {
             let mut table = s.exports.lock();

@@ -3,9 +3,10 @@
 //! A node's life in the shared region: format or join, and leave.
 //!
 //! **Who formats.** Whoever finds the region blank (no valid header: fresh zeroed
-//! memory, or bytes that are not ours) claims it with a compare-and-exchange on the
-//! header's format word, so of nodes starting together exactly one formats; the others
-//! wait for the word to say "ready" and join. A claim that does not complete within
+//! memory, or bytes that are not ours) claims it through the header's claim words
+//! ([`crate::proto::region::Claimant`]: plain stores and loads, no read-modify-write),
+//! so of nodes starting together exactly one formats; the others wait for the format
+//! word to say "ready" and join. A claim that does not complete within
 //! [`CLAIM_EXPIRE_MS`] (its node died while formatting) is taken over the same way. A
 //! region that already holds a valid header is joined as it is, whoever formatted it and
 //! whatever its parameters; one formatted by an incompatible layout version is refused
@@ -14,7 +15,7 @@
 //! **Joining.** The node's id must be inside the node table. If its entry says "up" the
 //! node watches the entry's heartbeat for a timeout first: if it moves, another live
 //! node has this id and the join fails with `EADDRINUSE`. Otherwise the node takes the
-//! next generation, initializes its area (empty mailboxes, no doorbell bits, empty
+//! next generation, initializes its area (empty mailboxes, zeroed doorbell blocks, empty
 //! directory, no links) under the state "joining", waits until no live peer is still
 //! linked with an older generation of it (at most three timeouts; a peer that is alive
 //! but never lets go is logged and ignored), and says "up". Its poller then heartbeats
@@ -26,8 +27,8 @@ use crate::fabric::memory::SegMem;
 use crate::native::errno;
 use crate::proto::liveness::{holds_old_link, LivenessParams, PeerTracker};
 use crate::proto::region::{
-    claim, default_params, format, next_node_generation, read_header, HeaderState, LinkWord,
-    NodeId, NodeState, NodeWord, Region,
+    default_params, format, next_node_generation, read_header, ClaimOutcome, Claimant, HeaderState,
+    LinkWord, NodeId, NodeState, NodeWord, Region,
 };
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -50,8 +51,8 @@ pub(super) struct Joined {
 /// The region's header, formatting it (`nodes` nodes) if it is blank.
 fn layout(whole: &Arc<SegMem>, me: NodeId, nodes: u32) -> Result<Region<Arc<SegMem>>> {
     let start = now_ms();
-    // Tells a later claim of this node from an earlier one.
-    let ticket = (start as u32) ^ (u32::from(me) << 20);
+    // The seed tells a later claim of this node from an earlier one.
+    let mut claimant = Claimant::new(me, (start as u32) ^ (u32::from(me) << 20));
     let size = crate::proto::segment::Segment::len(whole) as u64;
     let mut stuck: Option<(u64, u64)> = None;
     loop {
@@ -81,10 +82,21 @@ fn layout(whole: &Arc<SegMem>, me: NodeId, nodes: u32) -> Result<Region<Arc<SegM
                 }
             }
         };
+        let mut wait_ms = WAIT_STEP_MS;
         if let Some(seen) = seen {
-            if claim(whole, seen, me, ticket) {
+            let ticket = match claimant.attempt(whole, seen, now, CLAIM_EXPIRE_MS) {
+                ClaimOutcome::Won(ticket) => Some(ticket),
+                ClaimOutcome::Contended => {
+                    wait_ms = claimant.backoff_ms();
+                    None
+                }
+                ClaimOutcome::Moved => None,
+            };
+            if let Some(ticket) = ticket {
                 let params = default_params(size, nodes);
-                let region = format(whole.clone(), params, me, ticket).map_err(|e| {
+                let formatted = format(whole.clone(), params, me, ticket);
+                claimant.withdraw(whole);
+                let region = formatted.map_err(|e| {
                     pr_err!(
                         "ivshmem: cannot format the shared region ({:?}): {} KiB for {} nodes\n",
                         e,
@@ -106,7 +118,7 @@ fn layout(whole: &Arc<SegMem>, me: NodeId, nodes: u32) -> Result<Region<Arc<SegM
             pr_err!("ivshmem: the shared region never became ready\n");
             return Err(errno(bindings::ETIMEDOUT));
         }
-        crate::kthread::sleep_ms(WAIT_STEP_MS);
+        crate::kthread::sleep_ms(wait_ms);
     }
 }
 

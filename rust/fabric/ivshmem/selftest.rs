@@ -6,13 +6,17 @@
 //! - the queue test of [`crate::fabric::selftest`] on segments from this node's heap,
 //!   each side mapping the other's segment *through the export directory*, as a peer
 //!   does (so the stream crosses the device mapping both ways);
-//! - doorbells through the region: the channel's bit in this node's own bitmap, then
-//!   its own interrupt (MSI-X, `Doorbell` written with its own `IVPosition`) or the
-//!   poller; the right channel must arrive within a second;
+//! - doorbells through the region: the channel's counter in this node's own doorbell
+//!   block, then its own interrupt (MSI-X, `Doorbell` written with its own
+//!   `IVPosition`) or the poller; the right channel must arrive within a second;
 //! - control frames through this node's own mailbox in the region, more than it has
 //!   slots, so that the sender meets a full mailbox and the acks free it;
-//! - unexport withdraws the directory entry; a segment larger than the heap falls back
-//!   to kernel memory, mappable by this node only.
+//! - unexport withdraws the directory entry; a segment for another node that does not
+//!   fit the heap is refused; a segment for this node itself is kernel memory, never
+//!   published.
+//!
+//! The segments are made for a pretend other node (this node's id plus one), since
+//! this node's own connections never use the heap.
 
 use super::{Ivshmem, PAGE_SIZE};
 use crate::fabric::memory::SegMem;
@@ -131,14 +135,15 @@ pub(crate) fn run() -> Result {
     };
     let s = &fabric.shared;
     let me = s.me;
+    let other = me.wrapping_add(1);
 
     // Queues over heap segments, each mapped through the directory.
-    let ring = streams(&*fabric, &SEEN.doorbells, &|ch| {
+    let ring = streams(&*fabric, other, &SEEN.doorbells, &|ch| {
         fabric.map_via_directory(ch)
     })?;
 
     // A segment lands in the heap and is published.
-    let seg = fabric.create_segment(3, 10000, me)?;
+    let seg = fabric.create_segment(3, 10000, other)?;
     let (span, _) = s.region.lookup(me, 3).ok_or(EIO)?;
     check(
         span.len == 3 * PAGE_SIZE && crate::proto::segment::Segment::len(&seg) == span.len,
@@ -151,12 +156,13 @@ pub(crate) fn run() -> Result {
     )?;
     drop(seg);
 
-    // Larger than the heap: kernel memory, not published, mappable locally; refused for
-    // another node, which could not map it.
+    // Larger than the heap: refused for another node, which could not map kernel
+    // memory; for this node itself, kernel memory, not published, mappable locally (as
+    // every segment of its own connections is, whatever its size).
     let (_, heap_pages) = s.heap.usage();
     check(
         fabric
-            .create_segment(4, (heap_pages + 1) * PAGE_SIZE, me + 1)
+            .create_segment(4, (heap_pages + 1) * PAGE_SIZE, other)
             .err()
             == Some(ENOMEM),
         "an oversized segment for another node was not refused",
@@ -164,8 +170,16 @@ pub(crate) fn run() -> Result {
     let big = fabric.create_segment(4, (heap_pages + 1) * PAGE_SIZE, me)?;
     check(
         s.region.lookup(me, 4).is_none() && fabric.map_segment(me, 4).is_ok(),
-        "an oversized segment did not fall back to kernel memory",
+        "a segment for this node itself is not kernel memory",
     )?;
+    let (used_before, _) = s.heap.usage();
+    let small = fabric.create_segment(5, PAGE_SIZE, me)?;
+    check(
+        s.region.lookup(me, 5).is_none() && s.heap.usage().0 == used_before,
+        "a small segment for this node itself came from the shared heap",
+    )?;
+    fabric.unexport(5);
+    drop(small);
     fabric.unexport(4);
     drop(big);
 

@@ -5,6 +5,7 @@
 //! mapping; see the parent module's picture).
 
 use super::RegionError;
+use crate::proto::doorbell::BellGeometry;
 use crate::proto::mailbox::{MailboxGeometry, MB_ACK_SIZE};
 use crate::proto::ring::CACHE_LINE;
 
@@ -13,13 +14,14 @@ pub(crate) type NodeId = u16;
 
 /// `"SCIR"` as a little-endian u32: the region's magic.
 pub(crate) const REGION_MAGIC: u32 = u32::from_le_bytes(*b"SCIR");
-/// Layout version of the region.
-pub(crate) const REGION_VERSION: u32 = 1;
+/// Layout version of the region (2: per-sender doorbell counters and claim words
+/// instead of shared doorbell bits and a compare-and-exchanged format word).
+pub(crate) const REGION_VERSION: u32 = 2;
 /// Granule of segments and alignment of areas and heaps.
 pub(crate) const PAGE_SIZE: usize = 4096;
-/// Most nodes a region can hold (the width of the mail-pending word and of the links).
+/// Most nodes a region can hold (the claim words and the links of a node entry).
 pub(crate) const MAX_NODES: u32 = 32;
-/// Most channels a node can export (64 bitmap words, one summary word).
+/// Most channels a node can export.
 pub(crate) const MAX_CHANNELS: u32 = 4096;
 /// Largest segment and heap, in pages (a directory entry holds 24-bit page numbers).
 pub(crate) const MAX_PAGES: usize = 1 << 24;
@@ -36,8 +38,12 @@ pub(crate) const HDR_NODES: usize = 0x10;
 pub(crate) const HDR_CHANNELS: usize = 0x14;
 /// Header: u32 log2 of the mailbox slot count.
 pub(crate) const HDR_MB_LOG2: usize = 0x18;
-/// Header: u64 format word ([`FormatWord`]), on its own line.
+/// Header: u64 format word ([`FormatWord`]), on its own line; written by the
+/// formatter only.
 pub(crate) const HDR_FORMAT: usize = 0x40;
+/// Header: u32 claim words, one per possible node ([`MAX_NODES`]); claim `i` is
+/// written by node `i` only (see [`super::claim`]).
+pub(crate) const HDR_CLAIMS: usize = 0x80;
 /// Offset of the node table.
 pub(crate) const NODE_TABLE: usize = 0x100;
 /// Size of a node table entry.
@@ -48,12 +54,8 @@ pub(crate) const NODE_WORD: usize = 0x00;
 pub(crate) const NODE_HEARTBEAT: usize = 0x08;
 /// Node entry: u64 links ([`LinkWord`]), one per node.
 pub(crate) const NODE_LINKS: usize = 0x40;
-/// Area: u64 mail pending, bit j for sender j.
-pub(crate) const AREA_MAIL: usize = 0x00;
-/// Area: u64 doorbell summary, bit w for bitmap word w.
-pub(crate) const AREA_SUMMARY: usize = 0x08;
-/// Area: the channel bitmap.
-pub(crate) const AREA_BITMAP: usize = CACHE_LINE;
+/// Area: the doorbell blocks, one per sender, from the area's start.
+pub(crate) const AREA_BELLS: usize = 0x00;
 
 /// The parameters a formatter chooses; everything else follows from them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +81,8 @@ pub(crate) struct Layout {
     pub(super) nodes: usize,
     /// Channel count as a usize.
     pub(super) channels: usize,
+    /// Shape of a doorbell block.
+    pub(super) bells: BellGeometry,
     /// Offset of area 0.
     pub(super) areas: usize,
     /// Bytes of each area (a multiple of [`PAGE_SIZE`]).
@@ -137,11 +141,12 @@ impl Layout {
             .and_then(|s| s.checked_div(nodes))
             .ok_or(bad)?;
         let area_size = align_down(per_area, PAGE_SIZE);
-        let slots = align_up(
-            AREA_BITMAP.checked_add(channels / 8).ok_or(bad)?,
-            CACHE_LINE,
-        )
-        .ok_or(bad)?;
+        let bells = BellGeometry::new(channels).map_err(|_| bad)?;
+        let slots = nodes
+            .checked_mul(bells.size())
+            .and_then(|b| b.checked_add(AREA_BELLS))
+            .and_then(|b| align_up(b, CACHE_LINE))
+            .ok_or(bad)?;
         let acks = nodes
             .checked_mul(mailbox.area_size())
             .and_then(|s| s.checked_add(slots))
@@ -164,6 +169,7 @@ impl Layout {
             mailbox,
             nodes,
             channels,
+            bells,
             areas,
             area_size,
             slots,
@@ -192,6 +198,11 @@ impl Layout {
     /// Mailbox geometry.
     pub(crate) const fn mailbox(&self) -> MailboxGeometry {
         self.mailbox
+    }
+
+    /// Shape of a doorbell block.
+    pub(crate) const fn bells(&self) -> BellGeometry {
+        self.bells
     }
 
     /// Pages of each node's heap.
@@ -262,18 +273,18 @@ impl Layout {
         self.area(node)?.checked_add(self.heap)
     }
 
-    /// Offset of a doorbell word of `node`'s area (`AREA_MAIL`, `AREA_SUMMARY`).
-    pub(super) fn area_word(&self, node: NodeId, word: usize) -> Option<usize> {
-        self.area(node)?.checked_add(word)
+    /// Offset of the doorbell block `from` → `to` (in `to`'s area, written by `from`).
+    pub(crate) fn bell_block(&self, to: NodeId, from: NodeId) -> Option<usize> {
+        let j = self.index(from)?;
+        self.area(to)?
+            .checked_add(AREA_BELLS)?
+            .checked_add(j.checked_mul(self.bells.size())?)
     }
 
-    /// Offset of bitmap word `w` of `node`'s area.
-    pub(super) fn bitmap_word(&self, node: NodeId, w: usize) -> Option<usize> {
-        if w.checked_mul(64)? >= self.channels {
-            return None;
-        }
-        self.area(node)?
-            .checked_add(AREA_BITMAP)?
-            .checked_add(w.checked_mul(8)?)
+    /// Offset of `node`'s claim word in the header (any node id below [`MAX_NODES`],
+    /// whatever the node count: claims are made before a layout exists).
+    pub(crate) fn claim_word(node: NodeId) -> Option<usize> {
+        let i = usize::from(node);
+        (i < MAX_NODES as usize).then(|| HDR_CLAIMS.saturating_add(i.saturating_mul(4)))
     }
 }

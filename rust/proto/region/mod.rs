@@ -5,19 +5,18 @@
 //! ```text
 //! 0x000 header, line 0 (formatter, once)  u32 magic "SCIR" | u32 version | u64 size |
 //!                                         u32 nodes | u32 channels | u32 mailbox slots log2
-//! 0x040 header, line 1                    u64 format word: state | formatter node | ticket
+//! 0x040 header, line 1 (formatter)        u64 format word: state | formatter node | ticket
+//! 0x080 claim words                       u32 claims[MAX_NODES], claim i written by node i
 //! 0x100 node table: `nodes` entries of 0x140 bytes, entry i written by node i only
 //!         0x00 u64 node word: state | flags | doorbell id (IVPosition) | generation
 //!         0x08 u64 heartbeat counter
 //!         0x40 u64 links[MAX_NODES]: links[j] = the generation of node j that node i is
 //!              linked with | i's link sequence number (0: not linked)
 //! page-aligned: `nodes` areas of `area_size` bytes, area i owned by node i:
-//!         0x00 u64 mail pending (bit j: node j sent a control frame)   ┐ written by peers
-//!         0x08 u64 doorbell summary (bit w: word w of the bitmap)      │ (atomic OR; the
-//!         0x40 channel bitmap, `channels` bits                         ┘ owner swaps to 0)
-//!         slot areas of the mailboxes j → i, one per node j            written by node j
-//!         ack areas of the mailboxes i → j, one per node j             written by node j
-//!         export directory: `channels` u64 entries                     written by node i
+//!         doorbell blocks, one per node j: counters written by node j  (see doorbell)
+//!         slot areas of the mailboxes j → i, one per node j             written by node j
+//!         ack areas of the mailboxes i → j, one per node j              written by node j
+//!         export directory: `channels` u64 entries                      written by node i
 //!         heap (page-aligned): node i's segments, which peers map and write
 //! ```
 //!
@@ -30,43 +29,50 @@
 //!   An export directory entry names pages *inside its owner's heap*, checked by
 //!   [`Region::lookup`]. So a peer writing garbage anywhere can break its own
 //!   connections, never make this node touch memory outside the region.
-//! - **One writer per word**, as in the queues: a node writes its own node entry, its own
-//!   directory and, as the receiver of a mailbox, the ack word in the sender's area. The
-//!   only words with several writers are the doorbell bits (peers OR bits in, the owner
-//!   swaps them out) and the format word (compare-and-exchange), which need
-//!   [`SharedWords`]. ivshmem's BAR is host RAM shared between the QEMU processes,
-//!   coherent for atomics; a non-coherent fabric (PCIe NTB) would replace these two with
-//!   per-sender words.
-//! - **A channel number does not fit in an interrupt vector**: a sender sets the channel's
-//!   bit in the receiver's bitmap and the bitmap word's bit in the summary, then rings the
-//!   receiver's one vector; the receiver swaps the summary, then each marked bitmap word,
-//!   to zero. A bit set between the two swaps is found on the next interrupt or poll.
+//! - **One writer per word, and no read-modify-write between nodes.** A node writes its
+//!   own claim word, node entry, directory, the doorbell blocks and mailbox slots it
+//!   sends through (in the receivers' areas) and, as the receiver of a mailbox, the ack
+//!   word in the sender's area; everything else it only reads. Plain aligned stores and
+//!   loads with fences are all a node uses: a fabric need not make locked instructions
+//!   atomic between nodes (PCIe NTB does not forward them, and QEMU's TCG does not make
+//!   a one-vCPU guest's locked instructions atomic against other QEMU processes). Hence
+//!   the per-sender doorbell counters ([`super::doorbell`]) and the claim words
+//!   ([`Claimant`]). The one exception is the fabric manager (the host's ivshmem
+//!   server, [`Region::fence_departed`]), which compare-and-exchanges the node word of
+//!   a guest whose QEMU has exited, so that the guest itself can no longer store to it.
+//! - **A channel number does not fit in an interrupt vector**: a sender counts the
+//!   ring in its doorbell block in the receiver's area, then raises the receiver's one
+//!   vector; the receiver looks at every linked sender's block (see
+//!   [`super::doorbell`]). Control frames need no such mark: the receiver looks at the
+//!   next slot of every linked mailbox on each interrupt or poll.
 //! - **Generations**: a node's generation grows on every join, so its peers can tell a
 //!   restarted node from the one they knew (see [`super::liveness`]).
 
+mod claim;
 mod layout;
 mod words;
 
+// Used by the kernel's join and the host tests, not by the host library itself.
+#[allow(unused_imports)]
+pub(crate) use self::claim::*;
 pub(crate) use self::layout::*;
 pub(crate) use self::words::*;
 
+use super::doorbell::{self, BellError, DoorbellRx, DoorbellTx};
 use super::mailbox::{self, MailboxError, MailboxRx, MailboxTx};
-use super::ring::{clamp_to_usize, fits, Span};
+use super::ring::{fits, Span};
 use super::segment::Segment;
+use core::ops::DerefMut;
 
-/// Atomic read-modify-write on shared words, beyond what [`Segment`] offers: what the
-/// doorbell bits and the format word need.
+/// Compare-and-exchange on a shared word: what the fabric manager (a host process,
+/// with real atomics, acting for a guest that is gone) needs, and nothing in a guest
+/// uses. The kernel's segments do not implement it, so no code path of the module can
+/// read-modify-write shared memory.
 ///
 /// Same contract as [`Segment`] (bounds- and alignment-checked by the implementation,
-/// a bad offset loads 0 / stores nothing), plus: each operation is one atomic RMW that
-/// is coherent with the other nodes' RMWs on the same word, with full-barrier ordering.
+/// a bad offset loads 0 / stores nothing), plus: the operation is atomic against
+/// every other access to the word, with full-barrier ordering.
 pub(crate) trait SharedWords: Segment {
-    /// Atomically ORs `v` into the word at `off`; returns the old value.
-    fn fetch_or_u64(&self, off: usize, v: u64) -> u64;
-
-    /// Atomically replaces the word at `off` with `v`; returns the old value.
-    fn swap_u64(&self, off: usize, v: u64) -> u64;
-
     /// Atomically replaces the word at `off` with `new` if it holds `current`; returns
     /// `Ok(current)` on success, else `Err(actual)`.
     fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64>;
@@ -78,14 +84,6 @@ where
     P: core::ops::Deref,
     P::Target: SharedWords,
 {
-    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
-        (**self).fetch_or_u64(off, v)
-    }
-
-    fn swap_u64(&self, off: usize, v: u64) -> u64 {
-        (**self).swap_u64(off, v)
-    }
-
     fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
         (**self).compare_exchange_u64(off, current, new)
     }
@@ -104,6 +102,8 @@ pub(crate) enum RegionError {
     NoSuchNode,
     /// A mailbox could not be placed (cannot happen for a valid layout).
     Mailbox,
+    /// A doorbell block could not be placed, or its counter storage is too short.
+    Doorbell,
     /// Another node took the formatting over (this node's claim had expired).
     ClaimLost,
 }
@@ -169,72 +169,17 @@ pub(crate) fn read_header<S: Segment>(seg: &S) -> HeaderState {
     }
 }
 
-/// Claims the formatting of a region whose format word was `seen` (from
-/// [`read_header`]): `true` if this node won and must now [`format`] it.
-pub(crate) fn claim<S: SharedWords>(seg: &S, seen: u64, node: NodeId, ticket: u32) -> bool {
-    let claim = FormatWord {
-        state: FormatState::Formatting,
-        node,
-        ticket,
-    };
-    seg.compare_exchange_u64(HDR_FORMAT, seen, claim.pack())
-        .is_ok()
-}
-
-/// Formats the region after a successful [`claim`]: writes the header and an empty node
-/// table, then marks it ready (stored last). Node areas are left alone: each node
-/// initializes its own when it joins.
-pub(crate) fn format<S: SharedWords>(
-    seg: S,
-    params: RegionParams,
-    node: NodeId,
-    ticket: u32,
-) -> Result<Region<S>, RegionError> {
-    let layout = Layout::new(params, seg.len())?;
-    seg.store_u32(HDR_MAGIC, REGION_MAGIC);
-    seg.store_u32(HDR_VERSION, REGION_VERSION);
-    seg.store_u64(HDR_SIZE, params.size);
-    seg.store_u32(HDR_NODES, params.nodes);
-    seg.store_u32(HDR_CHANNELS, params.channels);
-    seg.store_u32(HDR_MB_LOG2, params.mb_log2);
-    let table_end = layout.areas;
-    let mut off = NODE_TABLE;
-    while off < table_end {
-        seg.store_u64(off, 0);
-        off = off.saturating_add(8);
-    }
-    seg.fence();
-    let claimed = FormatWord {
-        state: FormatState::Formatting,
-        node,
-        ticket,
-    };
-    let ready = FormatWord {
-        state: FormatState::Ready,
-        node,
-        ticket,
-    };
-    // Only the claimant turns its own claim into "ready"; a taken-over claim fails here.
-    seg.compare_exchange_u64(HDR_FORMAT, claimed.pack(), ready.pack())
-        .map_err(|_| RegionError::ClaimLost)?;
-    Ok(Region { seg, layout })
-}
-
-/// Who has mail and which channels rang, as one swap of the pending words found them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Pending {
-    /// Bit j: node j sent a control frame.
-    pub(crate) mail: u64,
-    /// Bit w: bitmap word w may have bits.
-    pub(crate) summary: u64,
-}
-
 impl<S: Segment> Region<S> {
     /// The region mapped by `seg` with a layout [`read_header`] returned.
     pub(crate) fn new(seg: S, layout: Layout) -> Result<Self, RegionError> {
         // The layout was checked against some mapping: check it against this one.
         let layout = Layout::new(layout.params, seg.len())?;
         Ok(Self { seg, layout })
+    }
+
+    /// A region whose layout was just checked against `seg` (by [`format`]).
+    fn from_parts(seg: S, layout: Layout) -> Self {
+        Self { seg, layout }
     }
 
     /// The layout.
@@ -299,9 +244,9 @@ impl<S: Segment> Region<S> {
         }
     }
 
-    /// Initializes `me`'s area and links when it joins (before it says "up"): no pending
-    /// bits, empty mailboxes from every node (acks at the first sequence number), an
-    /// empty directory, no links.
+    /// Initializes `me`'s area and links when it joins (before it says "up"): zeroed
+    /// doorbell blocks, empty mailboxes from every node (acks at the first sequence
+    /// number), an empty directory, no links.
     pub(crate) fn init_area(&self, me: NodeId) -> Result<(), RegionError> {
         let area = self.layout.area(me).ok_or(RegionError::NoSuchNode)?;
         let mut off = area;
@@ -314,7 +259,7 @@ impl<S: Segment> Region<S> {
         }
         for j in 0..self.layout.nodes {
             let peer = NodeId::try_from(j).map_err(|_| RegionError::NoSuchNode)?;
-            self.reset_mailboxes(me, peer)?;
+            self.reset_inbound(me, peer)?;
             self.set_link(me, peer, LinkWord::NONE);
         }
         for c in 0..self.layout.channels {
@@ -326,9 +271,16 @@ impl<S: Segment> Region<S> {
         Ok(())
     }
 
-    /// Resets `me`'s halves of the mailboxes with `peer` before (re)linking: the slot
-    /// area of `peer` → `me` emptied, the ack word of `me` → `peer` at the first sequence.
-    pub(crate) fn reset_mailboxes(&self, me: NodeId, peer: NodeId) -> Result<(), RegionError> {
+    /// Resets what `me` receives from `peer` before (re)linking: the doorbell block
+    /// `peer` → `me` zeroed, the slot area of `peer` → `me` emptied, the ack word of
+    /// `me` → `peer` at the first sequence. `peer` writes to the block and the slots
+    /// again only once `me` has published its link.
+    pub(crate) fn reset_inbound(&self, me: NodeId, peer: NodeId) -> Result<(), RegionError> {
+        let bells = self
+            .layout
+            .bell_block(me, peer)
+            .ok_or(RegionError::NoSuchNode)?;
+        doorbell::init_block(&self.seg, bells, self.layout.bells).map_err(bell_err)?;
         let slots = self
             .layout
             .mb_slots(me, peer)
@@ -382,6 +334,36 @@ impl<S: Segment> Region<S> {
 }
 
 impl<S: Segment + Clone> Region<S> {
+    /// The ringing end of the doorbells `me` → `peer` (its block in `peer`'s area),
+    /// counting in `counts` ([`super::doorbell::BellGeometry::words`] long).
+    pub(crate) fn doorbell_tx<B: DerefMut<Target = [u32]>>(
+        &self,
+        me: NodeId,
+        peer: NodeId,
+        counts: B,
+    ) -> Result<DoorbellTx<S, B>, RegionError> {
+        let base = self
+            .layout
+            .bell_block(peer, me)
+            .ok_or(RegionError::NoSuchNode)?;
+        DoorbellTx::new(self.seg.clone(), base, self.layout.bells, counts).map_err(bell_err)
+    }
+
+    /// The receiving end of the doorbells `peer` → `me` (the block in `me`'s area),
+    /// remembering in `seen` ([`super::doorbell::BellGeometry::words`] long).
+    pub(crate) fn doorbell_rx<B: DerefMut<Target = [u32]>>(
+        &self,
+        me: NodeId,
+        peer: NodeId,
+        seen: B,
+    ) -> Result<DoorbellRx<S, B>, RegionError> {
+        let base = self
+            .layout
+            .bell_block(me, peer)
+            .ok_or(RegionError::NoSuchNode)?;
+        DoorbellRx::new(self.seg.clone(), base, self.layout.bells, seen).map_err(bell_err)
+    }
+
     /// The sending end of the mailbox `me` → `peer` (slots in `peer`'s area, ack in
     /// `me`'s), starting at the first sequence number.
     pub(crate) fn mailbox_tx(
@@ -471,75 +453,14 @@ impl<S: SharedWords> Region<S> {
             }
         }
     }
-
-    /// Marks `channel` of `target` as rung (then ring `target`'s interrupt, if it takes
-    /// them). `false` if the channel or node does not exist.
-    pub(crate) fn ring_channel(&self, target: NodeId, channel: u32) -> bool {
-        let Ok(c) = usize::try_from(channel) else {
-            return false;
-        };
-        let w = c / 64;
-        let (Some(word), Some(summary)) = (
-            self.layout.bitmap_word(target, w),
-            self.layout.area_word(target, AREA_SUMMARY),
-        ) else {
-            return false;
-        };
-        self.seg.fetch_or_u64(word, 1u64 << (c % 64));
-        self.seg.fetch_or_u64(summary, 1u64 << (w % 64));
-        true
-    }
-
-    /// Marks that `from` sent `target` a control frame.
-    pub(crate) fn ring_mail(&self, target: NodeId, from: NodeId) -> bool {
-        let (Some(word), Some(_)) = (
-            self.layout.area_word(target, AREA_MAIL),
-            self.layout.index(from),
-        ) else {
-            return false;
-        };
-        self.seg.fetch_or_u64(word, 1u64 << (u32::from(from) % 64));
-        true
-    }
-
-    /// Takes `me`'s pending mail and doorbell-summary bits (swapping them to zero).
-    pub(crate) fn take_pending(&self, me: NodeId) -> Pending {
-        let (Some(mail), Some(summary)) = (
-            self.layout.area_word(me, AREA_MAIL),
-            self.layout.area_word(me, AREA_SUMMARY),
-        ) else {
-            return Pending::default();
-        };
-        Pending {
-            mail: self.seg.swap_u64(mail, 0),
-            summary: self.seg.swap_u64(summary, 0),
-        }
-    }
-
-    /// Takes the rung channels of the bitmap words `summary` names, calling `f` for
-    /// each (at most [`MAX_CHANNELS`] calls; words beyond the channel count are ignored).
-    pub(crate) fn take_channels(&self, me: NodeId, summary: u64, mut f: impl FnMut(u32)) {
-        let mut s = summary;
-        while s != 0 {
-            let w = s.trailing_zeros();
-            s &= s.wrapping_sub(1);
-            let Some(off) = self
-                .layout
-                .bitmap_word(me, clamp_to_usize(u64::from(w), 63))
-            else {
-                continue;
-            };
-            let mut bits = self.seg.swap_u64(off, 0);
-            while bits != 0 {
-                let b = bits.trailing_zeros();
-                bits &= bits.wrapping_sub(1);
-                f(w.saturating_mul(64).saturating_add(b));
-            }
-        }
-    }
 }
 
 /// A mailbox placement error as a region error.
 fn mb_err(_: MailboxError) -> RegionError {
     RegionError::Mailbox
+}
+
+/// A doorbell placement error as a region error.
+fn bell_err(_: BellError) -> RegionError {
+    RegionError::Doorbell
 }

@@ -203,8 +203,9 @@ fn clients_beyond_max_peers_are_refused() {
 /// The fabric manager's fence: when a guest's QEMU goes away, the af_sci node whose
 /// doorbell id is that peer's id is marked down in the region (before the others are
 /// told of the departure), and nothing else changes. The region is written here as
-/// af_sci's rust/proto/region/ lays out version 1; a change of that layout breaks this
-/// test on purpose.
+/// af_sci's rust/proto/region/ lays out version 2 (version 1's header and node table,
+/// with per-sender doorbell counters in the node areas); a change of that layout breaks
+/// this test on purpose.
 #[test]
 fn a_departed_guests_af_sci_node_is_marked_down() {
     const SIZE: usize = 1 << 20;
@@ -231,7 +232,7 @@ fn a_departed_guests_af_sci_node_is_marked_down() {
     let dir = TempDir::new();
     let (_server, mut c0, c1, m) = two_peers(&dir);
     m.write(0x00, b"SCIR");
-    m.write(0x04, &1u32.to_le_bytes()); // layout version
+    m.write(0x04, &2u32.to_le_bytes()); // layout version
     m.write(0x08, &(SIZE as u64).to_le_bytes());
     m.write(0x10, &2u32.to_le_bytes()); // nodes
     m.write(0x14, &1024u32.to_le_bytes()); // channels

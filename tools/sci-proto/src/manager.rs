@@ -74,15 +74,6 @@ impl Segment for Words<'_> {
 }
 
 impl SharedWords for Words<'_> {
-    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
-        self.word(off, 8)
-            .map_or(0, |w| w.fetch_or(v, Ordering::SeqCst))
-    }
-
-    fn swap_u64(&self, off: usize, v: u64) -> u64 {
-        self.word(off, 8).map_or(0, |w| w.swap(v, Ordering::SeqCst))
-    }
-
     fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
         match self.word(off, 8) {
             Some(w) => w.compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst),

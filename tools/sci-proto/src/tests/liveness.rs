@@ -9,11 +9,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::{TestSegment, XorShift};
+use super::{claim_alone, TestSegment, XorShift};
 use crate::proto::liveness::{holds_old_link, LivenessParams, PeerAction, PeerTracker};
 use crate::proto::region::{
-    claim, default_params, format, next_node_generation, read_header, HeaderState, LinkWord,
-    NodeId, NodeState, NodeWord, Region,
+    default_params, format, next_node_generation, LinkWord, NodeId, NodeState, NodeWord, Region,
 };
 
 const TICK_MS: u64 = 100;
@@ -55,11 +54,8 @@ struct Sim {
 impl Sim {
     fn new(n: usize) -> Self {
         let seg = TestSegment::shared(1 << 20);
-        let HeaderState::Blank(seen) = read_header(&seg) else {
-            panic!()
-        };
-        assert!(claim(&seg, seen, 0, 1));
-        let region = format(seg, default_params(1 << 20, n as u32), 0, 1).unwrap();
+        let ticket = claim_alone(&seg, 0);
+        let region = format(seg, default_params(1 << 20, n as u32), 0, ticket).unwrap();
         let nodes = (0..n)
             .map(|i| Node {
                 id: i as NodeId,
@@ -195,7 +191,7 @@ impl Sim {
                                 "node {i} relinked with {p} while {p} held its old link"
                             );
                             n.stale[p] = None;
-                            r.reset_mailboxes(n.id, p as NodeId).unwrap();
+                            r.reset_inbound(n.id, p as NodeId).unwrap();
                             r.set_link(n.id, p as NodeId, n.trackers[p].link_word());
                         }
                     }

@@ -189,20 +189,24 @@ impl Segment for TestSegment {
     }
 }
 
+/// The fabric manager's operation (the guests' code never read-modify-writes).
 impl SharedWords for TestSegment {
-    fn fetch_or_u64(&self, off: usize, v: u64) -> u64 {
-        let w = self.check(off, 8);
-        self.words[w].fetch_or(v, Ordering::SeqCst)
-    }
-
-    fn swap_u64(&self, off: usize, v: u64) -> u64 {
-        let w = self.check(off, 8);
-        self.words[w].swap(v, Ordering::SeqCst)
-    }
-
     fn compare_exchange_u64(&self, off: usize, current: u64, new: u64) -> Result<u64, u64> {
         let w = self.check(off, 8);
         self.words[w].compare_exchange(current, new, Ordering::SeqCst, Ordering::SeqCst)
+    }
+}
+
+/// Claims the blank region `seg` for node `me`, which nobody else claims; returns the
+/// ticket to format it with.
+pub(crate) fn claim_alone<S: Segment>(seg: &S, me: crate::proto::region::NodeId) -> u32 {
+    use crate::proto::region::{read_header, ClaimOutcome, Claimant, HeaderState};
+    let HeaderState::Blank(seen) = read_header(seg) else {
+        panic!("the region is not blank");
+    };
+    match Claimant::new(me, 7).attempt(seg, seen, 0, 1000) {
+        ClaimOutcome::Won(ticket) => ticket,
+        other => panic!("an uncontended claim was {other:?}"),
     }
 }
 

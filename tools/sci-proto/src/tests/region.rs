@@ -1,26 +1,27 @@
-//! The shared region: layout arithmetic, formatting and joining, the export directory,
-//! doorbell bits (with racing threads), mailboxes placed in the region, and a hostile
-//! region: whatever bytes it holds, no reader ever indexes outside it (the test segment
-//! panics on any out-of-bounds access) and every span it hands out lies in the right
-//! node's heap.
+//! The shared region: layout arithmetic, claiming and formatting (with racing threads)
+//! and joining, the export directory, doorbells (with racing threads), mailboxes placed
+//! in the region, and a hostile region: whatever bytes it holds, no reader ever indexes
+//! outside it (the test segment panics on any out-of-bounds access) and every span it
+//! hands out lies in the right node's heap.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 
-use super::{TestSegment, XorShift};
+use super::{claim_alone, TestSegment, XorShift};
 use crate::proto::frame::{ConnId, Frame, QueueOffer, WireIp};
 use crate::proto::mailbox::MailboxError;
 use crate::proto::region::{
-    self, claim, default_params, format, read_header, DirEntry, FormatState, FormatWord,
-    HeaderState, Layout, LinkWord, NodeId, NodeState, NodeWord, Region, RegionError, RegionParams,
-    HDR_FORMAT, HDR_MB_LOG2, HDR_NODES, HDR_SIZE, MAX_CHANNELS, MAX_NODES, NODE_ENTRY_SIZE,
-    NODE_TABLE, PAGE_SIZE,
+    self, default_params, format, read_header, ClaimOutcome, Claimant, DirEntry, FormatState,
+    FormatWord, HeaderState, Layout, LinkWord, NodeId, NodeState, NodeWord, Region, RegionError,
+    RegionParams, HDR_FORMAT, HDR_MB_LOG2, HDR_NODES, HDR_SIZE, MAX_CHANNELS, MAX_NODES,
+    NODE_ENTRY_SIZE, NODE_TABLE, PAGE_SIZE,
 };
 use crate::proto::ring::Span;
+use crate::proto::segment::Segment;
 
 const LOOPBACK: WireIp = WireIp::V4([127, 0, 0, 1]);
 
@@ -29,11 +30,8 @@ type Shared = Arc<TestSegment>;
 /// A freshly formatted region of `size` bytes for `nodes` nodes.
 fn formatted(size: usize, nodes: u32) -> Region<Shared> {
     let seg = TestSegment::shared(size);
-    let HeaderState::Blank(seen) = read_header(&seg) else {
-        panic!("a zeroed region is blank");
-    };
-    assert!(claim(&seg, seen, 0, 7));
-    format(seg, default_params(size as u64, nodes), 0, 7).unwrap()
+    let ticket = claim_alone(&seg, 0);
+    format(seg, default_params(size as u64, nodes), 0, ticket).unwrap()
 }
 
 fn params() -> impl Strategy<Value = (RegionParams, usize)> {
@@ -173,13 +171,22 @@ proptest! {
             }
         }
         let me = (seed % u64::from(n.max(1))) as NodeId;
-        let pending = r.take_pending(me);
-        let mut rung = 0;
-        r.take_channels(me, pending.summary | rng.next(), |c| {
-            assert!((c as usize) < layout.channels());
-            rung += 1;
-        });
-        prop_assert!(rung <= layout.channels());
+        // Doorbell blocks full of garbage: only real channels, each at most once.
+        let words = layout.bells().words();
+        for peer in 0..n {
+            let mut rx = r.doorbell_rx(me, peer, vec![0u32; words]).unwrap();
+            let mut rung = std::collections::BTreeSet::new();
+            rx.take(|c| {
+                assert!((c as usize) < layout.channels());
+                assert!(rung.insert(c), "channel {c} reported twice in one look");
+            });
+            let mut again = 0;
+            rx.take(|_| again += 1);
+            prop_assert_eq!(again, 0, "an unchanged block rang again");
+            let mut tx = r.doorbell_tx(me, peer, vec![0u32; words]).unwrap();
+            prop_assert!(tx.ring(0));
+            prop_assert!(!tx.ring(layout.channels() as u32));
+        }
         // Mailboxes from every node: garbage slots are errors, never escapes, and each
         // poll does bounded work.
         for peer in 0..n {
@@ -194,7 +201,12 @@ proptest! {
             let _ = tx.send(&Frame::close(ConnId::NONE, ConnId::NONE, crate::proto::frame::CloseReason::Abort));
         }
         r.init_area(me).unwrap();
-        prop_assert_eq!(r.take_pending(me), region::Pending::default());
+        for peer in 0..n {
+            let mut rx = r.doorbell_rx(me, peer, vec![0u32; words]).unwrap();
+            let mut rung = 0;
+            rx.take(|_| rung += 1);
+            prop_assert_eq!(rung, 0, "an initialized area still rings");
+        }
     }
 
     /// Exports made by a node are found by its peers exactly as made; unexported
@@ -282,109 +294,238 @@ fn format_refuses_foreign_versions_and_bad_params() {
     assert!(matches!(read_header(&seg), HeaderState::Blank(_)));
     // Too small for one heap page per node.
     let tiny = TestSegment::shared(16 * 1024);
-    let HeaderState::Blank(seen) = read_header(&tiny) else {
-        panic!()
-    };
-    assert!(claim(&tiny, seen, 0, 1));
+    let ticket = claim_alone(&tiny, 0);
     assert_eq!(
-        format(tiny, default_params(16 * 1024, 8), 0, 1).err(),
+        format(tiny, default_params(16 * 1024, 8), 0, ticket).err(),
         Some(RegionError::BadParams)
     );
 }
 
-/// Many nodes race to claim a blank region: exactly one wins; a claim taken over
-/// cannot be completed by the old claimant.
+/// One node's way into a region that may be blank, as the kernel's join does it: join
+/// a ready region, wait on a live "formatting", claim a blank one (backing off when
+/// contended) and format it if the claim wins. Returns whether this node formatted.
+fn join_or_format(seg: &Shared, me: NodeId, nodes: u32, formats: &AtomicUsize) -> bool {
+    let mut claimant = Claimant::new(me, u32::from(me) << 8);
+    let t0 = Instant::now();
+    loop {
+        let now = t0.elapsed().as_millis() as u64;
+        assert!(now < 20_000, "node {me} never saw the region ready");
+        let seen = match read_header(seg) {
+            HeaderState::Ready(_) => return false,
+            HeaderState::Unusable(e) => panic!("unusable: {e:?}"),
+            HeaderState::Formatting(_) => None,
+            HeaderState::Blank(seen) => Some(seen),
+        };
+        let mut wait_us = 50;
+        if let Some(seen) = seen {
+            match claimant.attempt(seg, seen, now, 1000) {
+                ClaimOutcome::Won(ticket) => {
+                    formats.fetch_add(1, Ordering::SeqCst);
+                    // Stand still a little while formatting, as a slow guest would.
+                    thread::sleep(Duration::from_micros(200));
+                    let r = format(seg.clone(), default_params(1 << 20, nodes), me, ticket);
+                    claimant.withdraw(seg);
+                    r.unwrap();
+                    return true;
+                }
+                ClaimOutcome::Contended => wait_us = u64::from(claimant.backoff_ms()) * 20,
+                ClaimOutcome::Moved => {}
+            }
+        }
+        thread::sleep(Duration::from_micros(wait_us));
+    }
+}
+
+/// Many nodes start at once on a blank region: exactly one formats, with plain loads
+/// and stores only (the test segment's claim words are never read-modify-written), and
+/// every node ends up seeing it ready.
 #[test]
-fn exactly_one_claim_wins() {
-    for round in 0..50 {
+fn exactly_one_node_formats() {
+    for round in 0..40u16 {
         let seg = TestSegment::shared(1 << 20);
+        let formats = Arc::new(AtomicUsize::new(0));
         let go = Arc::new(Barrier::new(4));
-        let winners: Vec<bool> = (0..4u16)
+        let formatted: Vec<bool> = (0..4u16)
             .map(|n| {
-                let (seg, go) = (seg.clone(), go.clone());
+                let (seg, go, formats) = (seg.clone(), go.clone(), formats.clone());
+                // Node ids spread over the claim words, differently each round.
+                let me = (n * 7 + round) % MAX_NODES as u16;
                 thread::spawn(move || {
-                    let HeaderState::Blank(seen) = read_header(&seg) else {
-                        panic!()
-                    };
                     go.wait();
-                    claim(&seg, seen, n, round)
+                    join_or_format(&seg, me, 4, &formats)
                 })
             })
             .collect::<Vec<_>>()
             .into_iter()
             .map(|h| h.join().unwrap())
             .collect();
-        assert_eq!(winners.iter().filter(|w| **w).count(), 1);
-        let winner = winners.iter().position(|w| *w).unwrap() as NodeId;
-        let HeaderState::Formatting(fw) = read_header(&seg) else {
-            panic!()
-        };
-        assert_eq!((fw.node, fw.ticket), (winner, round));
-        // Someone takes the stuck claim over; the old claimant's format then fails.
-        let other = (winner + 1) % 4;
-        assert!(claim(&seg, fw.pack(), other, round + 100));
         assert_eq!(
-            format(seg.clone(), default_params(1 << 20, 4), winner, round).err(),
-            Some(RegionError::ClaimLost)
+            formats.load(Ordering::SeqCst),
+            1,
+            "round {round}: {formatted:?}"
         );
-        assert!(format(seg, default_params(1 << 20, 4), other, round + 100).is_ok());
+        assert!(matches!(read_header(&*seg), HeaderState::Ready(_)));
+        for n in 0..MAX_NODES as NodeId {
+            let off = Layout::claim_word(n).unwrap();
+            assert_eq!(seg.load_u32(off), 0, "node {n}'s claim was left behind");
+        }
     }
 }
 
-/// Senders on several threads ring channels of one receiver while it takes them: every
-/// channel rung is taken (bits are never lost between the two swaps), and the mail bits
-/// name the senders.
+/// A claim word that never changes (garbage, or a node that died claiming) holds
+/// others back only until it has stood still for the expiry time; a claim taken over
+/// as stuck cannot be completed by the old claimant.
 #[test]
-fn doorbell_bits_are_never_lost() {
+fn stale_claims_expire_and_taken_over_claims_fail() {
+    let seg = TestSegment::shared(1 << 20);
+    seg.store_u32(Layout::claim_word(9).unwrap(), 0xdead_beef);
+    let HeaderState::Blank(seen) = read_header(&seg) else {
+        panic!()
+    };
+    let mut c = Claimant::new(2, 1);
+    assert_eq!(c.attempt(&seg, seen, 100, 1000), ClaimOutcome::Contended);
+    assert_eq!(seg.load_u32(Layout::claim_word(2).unwrap()), 0, "withdrawn");
+    assert_eq!(c.attempt(&seg, seen, 1099, 1000), ClaimOutcome::Contended);
+    let ClaimOutcome::Won(ticket) = c.attempt(&seg, seen, 1100, 1000) else {
+        panic!("a claim unchanged for the expiry time still counts")
+    };
+    let HeaderState::Formatting(fw) = read_header(&seg) else {
+        panic!()
+    };
+    assert_eq!((fw.node, fw.ticket), (2, ticket));
+    // Node 2 stands still; node 5 finds the "formatting" stuck and takes over.
+    let mut other = Claimant::new(5, 3);
+    assert_eq!(
+        other.attempt(&seg, fw.pack(), 0, 1000),
+        ClaimOutcome::Contended
+    );
+    assert_eq!(
+        other.attempt(&seg, fw.pack(), 999, 1000),
+        ClaimOutcome::Contended
+    );
+    let ClaimOutcome::Won(t5) = other.attempt(&seg, fw.pack(), 1000, 1000) else {
+        panic!("node 2's claim, unchanged for the expiry time, still blocks")
+    };
+    assert_eq!(
+        format(seg.clone(), default_params(1 << 20, 4), 2, ticket).err(),
+        Some(RegionError::ClaimLost)
+    );
+    assert!(format(seg.clone(), default_params(1 << 20, 4), 5, t5).is_ok());
+    c.withdraw(&seg);
+    other.withdraw(&seg);
+    seg.store_u32(Layout::claim_word(9).unwrap(), 0);
+    // A format word that moved between the header look and the claim: no claim.
+    let HeaderState::Ready(_) = read_header(&seg) else {
+        panic!()
+    };
+    let mut late = Claimant::new(1, 9);
+    assert_eq!(late.attempt(&seg, seen, 5000, 1000), ClaimOutcome::Moved);
+}
+
+/// Senders on several threads ring channels of one receiver while it looks, each ring
+/// waiting for its delivery before the next: a lost ring leaves its sender waiting
+/// (caught by a deadline). Nothing is read-modify-written: a block has one writer.
+#[test]
+fn doorbells_are_never_lost() {
+    const SENDERS: u16 = 3;
+    const RINGS: usize = 5_000;
     let r = Arc::new(formatted(4 << 20, 4));
-    r.init_area(0).unwrap();
-    let done = Arc::new(AtomicBool::new(false));
-    let senders: Vec<_> = (1..4u16)
+    for n in 0..4 {
+        r.init_area(n).unwrap();
+    }
+    let words = r.layout().bells().words();
+    let channels = r.layout().channels();
+    // delivered[s * channels + c]: how often the receiver reported channel c of sender s.
+    let delivered: Arc<Vec<AtomicU32>> = Arc::new(
+        (0..usize::from(SENDERS + 1) * channels)
+            .map(|_| AtomicU32::new(0))
+            .collect(),
+    );
+    let done = Arc::new(AtomicUsize::new(0));
+    let senders: Vec<_> = (1..=SENDERS)
         .map(|s| {
-            let r = r.clone();
+            let (r, delivered, done) = (r.clone(), delivered.clone(), done.clone());
             thread::spawn(move || {
+                let mut tx = r.doorbell_tx(s, 0, vec![0u32; words]).unwrap();
                 let mut rng = XorShift(u64::from(s) * 0x9e37_79b9);
-                let mut rung = BTreeSet::new();
-                for _ in 0..20000 {
-                    let c = rng.range(0, 1023) as u32;
-                    assert!(r.ring_channel(0, c));
-                    assert!(r.ring_mail(0, s));
-                    rung.insert(c);
+                for i in 0..RINGS {
+                    let c = rng.range(0, channels as u64 - 1) as usize;
+                    let slot = &delivered[usize::from(s) * channels + c];
+                    let before = slot.load(Ordering::SeqCst);
+                    assert!(tx.ring(c as u32));
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    while slot.load(Ordering::SeqCst) == before {
+                        assert!(
+                            Instant::now() < deadline,
+                            "sender {s}: ring {i} of channel {c} was lost"
+                        );
+                        thread::park_timeout(Duration::from_millis(1));
+                    }
                 }
-                rung
+                assert!(!tx.ring(channels as u32));
+                done.fetch_add(1, Ordering::SeqCst);
             })
         })
         .collect();
-    let receiver = {
-        let (r, done) = (r.clone(), done.clone());
-        thread::spawn(move || {
-            let mut taken = BTreeSet::new();
-            let mut mail = 0u64;
-            loop {
-                let last = done.load(Ordering::SeqCst);
-                let p = r.take_pending(0);
-                mail |= p.mail;
-                r.take_channels(0, p.summary, |c| {
-                    taken.insert(c);
-                });
-                if last {
-                    break;
-                }
+    let waiting: Vec<_> = senders.iter().map(|h| h.thread().clone()).collect();
+    let mut rxs: Vec<_> = (1..=SENDERS)
+        .map(|s| r.doorbell_rx(0, s, vec![0u32; words]).unwrap())
+        .collect();
+    while done.load(Ordering::SeqCst) < usize::from(SENDERS) {
+        for (i, rx) in rxs.iter_mut().enumerate() {
+            let mut any = false;
+            rx.take(|c| {
+                delivered[(i + 1) * channels + c as usize].fetch_add(1, Ordering::SeqCst);
+                any = true;
+            });
+            if any {
+                waiting[i].unpark();
             }
-            (taken, mail)
-        })
-    };
-    let mut rung = BTreeSet::new();
-    for s in senders {
-        rung.extend(s.join().unwrap());
+        }
+        thread::yield_now();
     }
-    done.store(true, Ordering::SeqCst);
-    let (taken, mail) = receiver.join().unwrap();
-    assert_eq!(rung, taken);
-    assert_eq!(mail, 0b1110);
-    assert!(!r.ring_channel(0, 1024));
-    assert!(!r.ring_channel(4, 0));
-    assert!(!r.ring_mail(0, 4));
+    for s in senders {
+        s.join().unwrap();
+    }
+}
+
+/// A relinked sender starts counting from zero again, as the receiver, which zeroed
+/// the block, expects: its first ring after the relink is seen; a late ring of the old
+/// link (stored after the reset) is at worst one extra ring.
+#[test]
+fn doorbells_restart_on_relink() {
+    let r = formatted(4 << 20, 2);
+    r.init_area(0).unwrap();
+    r.init_area(1).unwrap();
+    let words = r.layout().bells().words();
+    let mut tx = r.doorbell_tx(1, 0, vec![0u32; words]).unwrap();
+    let mut rx = r.doorbell_rx(0, 1, vec![0u32; words]).unwrap();
+    let take = |rx: &mut region_bells::Rx| {
+        let mut v = Vec::new();
+        rx.take(|c| v.push(c));
+        v
+    };
+    for _ in 0..5 {
+        tx.ring(3);
+    }
+    tx.ring(70);
+    assert_eq!(take(&mut rx), [3, 70]);
+    assert_eq!(take(&mut rx), [] as [u32; 0]);
+    // Relink: the receiver resets its block and memory, the sender its counters.
+    rx.reset();
+    tx.ring(3); // late, from the old link
+    tx.reset();
+    assert_eq!(take(&mut rx), [3]);
+    tx.ring(3);
+    assert_eq!(take(&mut rx), [3]);
+    tx.ring(1023);
+    assert_eq!(take(&mut rx), [1023]);
+}
+
+/// The doorbell endpoint types of a region of test segments.
+mod region_bells {
+    use super::Shared;
+    pub(super) type Rx = crate::proto::doorbell::DoorbellRx<Shared, Vec<u32>>;
 }
 
 /// Frames go both ways through mailboxes placed in the region; a peer that relinks
@@ -434,8 +575,8 @@ fn mailboxes_in_the_region() {
         assert_eq!(rx.poll(), Ok(None));
         assert_eq!(tx.refresh(), Ok(0));
         // Relink: each side resets its halves.
-        r.reset_mailboxes(0, 2).unwrap();
-        r.reset_mailboxes(2, 0).unwrap();
+        r.reset_inbound(0, 2).unwrap();
+        r.reset_inbound(2, 0).unwrap();
     }
     // The node table entries are untouched by all of this.
     assert_eq!(r.node_word(1), Some(NodeWord::ABSENT));
@@ -491,12 +632,8 @@ fn fence_marks_only_the_departed_node_down() {
         Err(NotFenced::Blank)
     );
 
-    let seg = Words(&mem);
-    let HeaderState::Blank(seen) = read_header(&seg) else {
-        panic!("a zeroed region is blank");
-    };
-    assert!(claim(&seg, seen, 0, 7));
-    let region = format(Words(&mem), default_params(size as u64, 4), 0, 7).unwrap();
+    let ticket = claim_alone(&Words(&mem), 0);
+    let region = format(Words(&mem), default_params(size as u64, 4), 0, ticket).unwrap();
     let word = |state, doorbell, doorbell_id, generation| NodeWord {
         state,
         doorbell,
