@@ -8,6 +8,8 @@ packages=(
 	linux-source-6.12 clang lld llvm libclang-dev flex bison bc libelf-dev libssl-dev
 	busybox-static cpio kmod xz-utils make gcc libc6-dev
 	qemu-system-x86 iproute2 python3 curl sockperf nbd-server nbd-client
+	strace   # tools/ivshmem-server tests: fault injection (delays the server's listen())
+	redis-server redis-tools   # selftests: unmodified epoll programs over SCI between guests
 )
 
 missing=()
