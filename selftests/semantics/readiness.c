@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sock_semantics: readiness (poll, epoll level/edge/RDHUP, select).
+ * sock_semantics: readiness (poll, epoll level/edge/RDHUP, edge after a partial
+ * read, select).
  */
 #include "harness.h"
 #include "tests.h"
@@ -142,6 +143,66 @@ void t_epoll_edge(void)
 	CHECK(n == 1 && out[0].data.u32 == 8 && out[0].events == EPOLLOUT,
 	      "EPOLLOUT|EPOLLET: %d events (%#x)", n, n > 0 ? out[0].events : 0);
 	EXPECT_EQ(epwait(ep, out, 0), 0);
+	close(ep);
+	close(c);
+	close(s);
+}
+
+/*
+ * Edge-triggered epoll with a reader that does not read to EAGAIN: TCP calls
+ * sk_data_ready for every segment that arrives, so every arrival is a new edge
+ * (ep_poll_callback queues the item again), whether or not older bytes are still
+ * unread.  A reader that takes 10 of 1000 bytes and waits again must be woken by
+ * the next 1000.
+ */
+#define EDGE_PARTIAL_ROUNDS 5
+#define EDGE_PARTIAL_SIZE 1000
+#define EDGE_PARTIAL_READ 10
+
+void t_epoll_edge_partial(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = 9 }, out[8];
+	/* got has room for more than was sent, so that extra bytes would show. */
+	static char sent[EDGE_PARTIAL_ROUNDS * EDGE_PARTIAL_SIZE], got[sizeof(sent) + 64];
+	size_t nsent = 0, nread = 0;
+	int c, s, n, ep = SYS(epoll_create1(0));
+	ssize_t r;
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	for (int i = 1; i <= EDGE_PARTIAL_ROUNDS; i++) {
+		fill_pattern(sent + nsent, EDGE_PARTIAL_SIZE, 40 + i);
+		write_all(c, sent + nsent, EDGE_PARTIAL_SIZE);
+		nsent += EDGE_PARTIAL_SIZE;
+		n = epwait(ep, out, 5000);
+		CHECK(n == 1 && out[0].events == EPOLLIN && out[0].data.u32 == 9,
+		      "arrival %d of %d B, with %zu B left unread by reads of %d B that "
+		      "did not reach EAGAIN: %d events (%#x) in 5 s; TCP reports every "
+		      "arrival as a new edge (FIONREAD %d)", i, EDGE_PARTIAL_SIZE,
+		      nsent - EDGE_PARTIAL_SIZE - nread, EDGE_PARTIAL_READ, n,
+		      n > 0 ? out[0].events : 0, inq(s));
+		wait_inq(s, (int)(nsent - nread));
+		/* One write of 1000 B is one arrival: nothing more to report. */
+		n = epwait(ep, out, 0);
+		CHECK(n == 0, "arrival %d re-reported without new data (%#x)", i, out[0].events);
+		r = recv(s, got + nread, EDGE_PARTIAL_READ, 0);
+		CHECK(r == EDGE_PARTIAL_READ, "partial read %d: %zd (%s)", i, r,
+		      r < 0 ? ename(errno) : "short");
+		nread += EDGE_PARTIAL_READ;
+		/* A read is not an arrival. */
+		n = epwait(ep, out, 0);
+		CHECK(n == 0, "an edge after partial read %d without new data (%#x)", i,
+		      out[0].events);
+	}
+	/* The rest, to EAGAIN: every byte once, in order. */
+	set_nonblock(s, true);
+	while ((r = recv(s, got + nread, sizeof(got) - nread, 0)) > 0)
+		nread += r;
+	CHECK(r < 0 && errno == EAGAIN, "reading the rest: %zd (%s) after %zu B", r,
+	      r < 0 ? ename(errno) : "EOF", nread);
+	EXPECT_EQ(nread, nsent);
+	CHECK(!memcmp(got, sent, nsent), "the %zu B read differ from the %zu B sent", nread, nsent);
 	close(ep);
 	close(c);
 	close(s);

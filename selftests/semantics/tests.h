@@ -20,6 +20,7 @@ void t_poll_listen(void);
 void t_epoll_level(void);
 void t_epoll_edge(void);
 void t_epoll_rdhup(void);
+void t_epoll_edge_partial(void);
 void t_select(void);
 
 /* recv_flags.c */
