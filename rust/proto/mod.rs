@@ -115,6 +115,11 @@
 //! wake-up is lost, and each wait request costs at most one doorbell. Flag
 //! changes that end a stream (done writing, closed, abort) always ring it.
 //! `poll()` posts a wait request the same way when it reports "not ready".
+//! A doorbell can still be lost on its way (the fabric's delivery is not this
+//! core's); [`Consumer::wake_due`](queue::Consumer::wake_due) and
+//! [`Producer::wake_due`](queue::Producer::wake_due) tell, from loads only,
+//! that a side with a posted request has a cursor or flag change it was not
+//! woken for, so a periodic sweep can wake it.
 //!
 //! ## Flag words
 //!

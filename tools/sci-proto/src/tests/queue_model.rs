@@ -474,3 +474,43 @@ fn latched_peer_abort_ends_the_wait() {
     q.consumer.finish_wait();
     assert!(q.consumer.peer().abort);
 }
+
+/// A doorbell lost on its way: the side that posted a wait request can tell, from
+/// loads only, that the peer moved a cursor or a flag it was not woken for
+/// (`wake_due`), so the kernel's sweep wakes it; nothing is due without a request, or
+/// once the side has looked.
+#[test]
+fn a_lost_doorbell_is_seen_as_due() {
+    let mut q = QueuePair::new(8, 9, 1000, 64);
+    // Reader: nothing to read, a request posted, the writer's doorbell lost.
+    assert!(q.consumer.prepare_wait().unwrap().sleep);
+    assert!(!q.consumer.wake_due(), "nothing moved yet");
+    let spans = q.producer.writable().unwrap().truncate(10);
+    q.rx_seg.copy_into_spans(spans, &[1u8; 10]);
+    assert!(q.producer.commit(10).unwrap(), "the writer owes a doorbell");
+    assert!(q.consumer.wake_due(), "data arrived under a posted request");
+    q.consumer.finish_wait();
+    assert!(!q.consumer.wake_due(), "no request, nothing due");
+    // It looks (as the woken reader does): nothing due until the next change.
+    assert!(!q.consumer.prepare_wait().unwrap().sleep);
+    assert!(!q.consumer.wake_due(), "the reader has seen these bytes");
+    q.producer.set_done_writing().unwrap();
+    assert!(q.consumer.wake_due(), "the writer's end of stream is due");
+    q.consumer.refresh().unwrap();
+    assert!(!q.consumer.wake_due());
+
+    // Writer: a full ring, a request posted, the reader's doorbell lost.
+    let mut q = QueuePair::new(6, 3, 50, 64);
+    let free = q.producer.writable().unwrap().total();
+    q.producer.commit(free).unwrap();
+    assert!(q.producer.prepare_wait(1).unwrap().sleep);
+    assert!(!q.producer.wake_due());
+    q.consumer.refresh().unwrap();
+    q.consumer.consume(8).unwrap();
+    q.consumer.publish().unwrap();
+    assert!(q.producer.wake_due(), "space freed under a posted request");
+    q.producer.refresh().unwrap();
+    assert!(!q.producer.wake_due(), "the writer has seen the space");
+    q.consumer.set_closed();
+    assert!(q.producer.wake_due(), "the reader's close is due");
+}
