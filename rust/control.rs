@@ -167,7 +167,9 @@ pub(crate) struct ControlPlane {
     /// Non-blocking connects in progress, finished by the connector kthread.
     #[pin]
     connector: Connector,
-    /// Slots in [`Slot::Closing`] (the listener kthread looks at them only then).
+    /// Slots in [`Slot::Used`] (the listener kthread sweeps them only when there are).
+    used: AtomicUsize,
+    /// Slots in [`Slot::Closing`] (likewise).
     closing: AtomicUsize,
     /// A closing slot's doorbell rang: look at the closing slots now.
     reclaim_now: AtomicBool,
@@ -244,6 +246,7 @@ impl ControlPlane {
             inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "ControlPlane::inbox"),
             inbox_ready <- kernel::new_condvar!("ControlPlane::inbox_ready"),
             connector <- Connector::new(),
+            used: AtomicUsize::new(0),
             closing: AtomicUsize::new(0),
             reclaim_now: AtomicBool::new(false),
             last_sweep_ms: AtomicI64::new(0),
@@ -306,23 +309,29 @@ impl ControlPlane {
     /// wakes its socket; a closing slot's (its peer end closed, or moved) has the
     /// listener kthread look at the closing slots.
     fn doorbell(&self, channel: u32) {
-        let closing = {
+        /// What the rung channel's slot holds.
+        enum Rung {
+            Conn(Arc<Conn>),
+            Closing,
+            Nothing,
+        }
+        let rung = {
             let g = self.conns.lock();
             match g.as_slice().get(channel as usize) {
-                Some((_, Slot::Used(c))) => Err(c.clone()),
-                Some((_, Slot::Closing { .. })) => Ok(true),
-                _ => Ok(false),
+                Some((_, Slot::Used(c))) => Rung::Conn(c.clone()),
+                Some((_, Slot::Closing { .. })) => Rung::Closing,
+                _ => Rung::Nothing,
             }
         };
-        match closing {
-            Err(conn) => conn.doorbell(),
-            Ok(true) => {
+        match rung {
+            Rung::Conn(conn) => conn.doorbell(),
+            Rung::Closing => {
                 self.reclaim_now.store(true, Ordering::Release);
                 // Taking the inbox lock orders this against the kthread's check.
                 drop(self.inbox.lock());
                 self.inbox_ready.notify_one();
             }
-            Ok(false) => {}
+            Rung::Nothing => {}
         }
     }
 
@@ -394,6 +403,7 @@ impl ControlPlane {
         match conn {
             Ok(conn) => {
                 entry.1 = Slot::Used(conn.clone());
+                self.used.fetch_add(1, Ordering::Relaxed);
                 Ok(conn)
             }
             Err(e) => {
@@ -464,12 +474,13 @@ impl ControlPlane {
                     if entry.0 == conn.id.generation
                         && matches!(&entry.1, Slot::Used(c) if core::ptr::eq(&**c, conn)) =>
                 {
+                    self.used.fetch_sub(1, Ordering::Relaxed);
                     Some(match next {
                         Some(until_ms) => {
-                            let Slot::Used(c) = &entry.1 else {
+                            let Slot::Used(c) = core::mem::replace(&mut entry.1, Slot::Reserved)
+                            else {
                                 return;
                             };
-                            let c = c.clone();
                             self.closing.fetch_add(1, Ordering::Relaxed);
                             core::mem::replace(&mut entry.1, Slot::Closing { conn: c, until_ms })
                         }
@@ -512,14 +523,18 @@ impl ControlPlane {
         if due {
             self.last_sweep_ms.store(now, Ordering::Relaxed);
         }
+        let used = due && self.used.load(Ordering::Relaxed) != 0;
         let closing = self.closing.load(Ordering::Relaxed) != 0;
+        if !used && !closing {
+            return;
+        }
         for slot in 0..MAX_CONNS {
             // One slot at a time: the table's lock is not held while looking (which
             // takes the connection's mutex).
             let (conn, until_ms) = {
                 let g = self.conns.lock();
                 match g.as_slice().get(slot) {
-                    Some((_, Slot::Used(c))) if due => (c.clone(), None),
+                    Some((_, Slot::Used(c))) if used => (c.clone(), None),
                     Some((_, Slot::Closing { conn, until_ms })) if closing => {
                         (conn.clone(), Some(*until_ms))
                     }

@@ -155,6 +155,22 @@ pub(crate) fn init_block<S: Segment>(
     Ok(())
 }
 
+/// Checks an endpoint's placement (a block at `base` in a segment of `len` bytes) and
+/// its counter storage, and zeroes the storage: what both endpoints start from.
+fn prepare<B: DerefMut<Target = [u32]>>(
+    len: usize,
+    base: usize,
+    geom: BellGeometry,
+    mut store: B,
+) -> Result<B, BellError> {
+    geom.check(len, base)?;
+    if store.len() < geom.words() {
+        return Err(BellError::ShortStorage);
+    }
+    store.fill(0);
+    Ok(store)
+}
+
 /// Counter storage of an endpoint: channel counters first, then group counters.
 fn split<B: DerefMut<Target = [u32]>>(
     store: &mut B,
@@ -186,13 +202,9 @@ impl<S: Segment, B: DerefMut<Target = [u32]>> DoorbellTx<S, B> {
         seg: S,
         base: usize,
         geom: BellGeometry,
-        mut counts: B,
+        counts: B,
     ) -> Result<Self, BellError> {
-        geom.check(seg.len(), base)?;
-        if counts.len() < geom.words() {
-            return Err(BellError::ShortStorage);
-        }
-        counts.fill(0);
+        let counts = prepare(seg.len(), base, geom, counts)?;
         Ok(Self {
             seg,
             base,
@@ -246,17 +258,8 @@ pub(crate) struct DoorbellRx<S: Segment, B> {
 impl<S: Segment, B: DerefMut<Target = [u32]>> DoorbellRx<S, B> {
     /// The receiver of the block at `base` in `seg`, remembering in `seen` (at least
     /// [`BellGeometry::words`] long; zeroed here: call it after [`init_block`]).
-    pub(crate) fn new(
-        seg: S,
-        base: usize,
-        geom: BellGeometry,
-        mut seen: B,
-    ) -> Result<Self, BellError> {
-        geom.check(seg.len(), base)?;
-        if seen.len() < geom.words() {
-            return Err(BellError::ShortStorage);
-        }
-        seen.fill(0);
+    pub(crate) fn new(seg: S, base: usize, geom: BellGeometry, seen: B) -> Result<Self, BellError> {
+        let seen = prepare(seg.len(), base, geom, seen)?;
         Ok(Self {
             seg,
             base,

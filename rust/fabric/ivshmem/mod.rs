@@ -6,8 +6,7 @@
 //! - **Segments** come from this node's heap in its area of the region ([`heap`]) and
 //!   are published in its export directory under their channel; a peer maps one by
 //!   reading the directory entry (validated to lie in this node's heap). When the heap
-//!   is full a segment falls back to kernel memory, which only this node can map: local
-//!   connections keep working, a remote connect is refused and falls back to TCP.
+//!   is full a connection with another node is refused (`ENOMEM`) and falls back to TCP.
 //! - **Doorbells**: count the ring of the channel in this node's doorbell block in the
 //!   receiver's area ([`crate::proto::doorbell`]: per-sender counters, no word that two
 //!   nodes read-modify-write), then, if the receiver takes interrupts and this device can
