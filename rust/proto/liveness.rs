@@ -5,9 +5,12 @@
 //! Every node bumps a heartbeat counter in its node entry on a fixed tick. A node
 //! watches each peer with a [`PeerTracker`]: a peer is *alive* while its node word says
 //! "up" and its heartbeat keeps changing; it is *dead* once the heartbeat stood still for
-//! `timeout_ms` of this node's time **and** for `min_ticks` of this node's own
-//! observations (so a node whose own thread was stalled does not declare everybody dead
-//! on its first look back).
+//! `timeout_ms` of this node's *watch* **and** for `min_ticks` of this node's own
+//! observations. The watch is the time between this node's observations, each gap
+//! counted as at most two ticks: a node that was not running itself cannot tell a silent
+//! peer from a peer that was stalled with it (a loaded host stops both guests' vCPUs at
+//! once), so its own stall does not count against the peer, and it does not declare
+//! everybody dead on its first look back.
 //!
 //! Two nodes talk (map each other's segments, send frames, ring doorbells) only while
 //! they are *linked* both ways: node i links with node j's generation g by resetting its
@@ -58,6 +61,8 @@ pub(crate) struct LivenessParams {
     pub(crate) timeout_ms: u64,
     /// ...if it also stood still for this many of our own observations.
     pub(crate) min_ticks: u32,
+    /// The period of our observations (ms): a gap between two counts as at most two.
+    pub(crate) tick_ms: u64,
 }
 
 /// How a peer's heartbeat looks.
@@ -93,6 +98,11 @@ pub(crate) struct PeerTracker {
     last_beat: u64,
     /// When it last changed (ms).
     last_change_ms: u64,
+    /// When we last observed it (ms).
+    last_seen_ms: u64,
+    /// How long it stood still in our watch (ms): the gaps between our observations
+    /// since it last changed, each at most two ticks.
+    still_ms: u64,
     /// Our observations since it last changed.
     still_ticks: u32,
     /// Changes seen since watching started (the first sight is not one).
@@ -120,6 +130,8 @@ impl PeerTracker {
             watched: 0,
             last_beat: 0,
             last_change_ms: 0,
+            last_seen_ms: 0,
+            still_ms: 0,
             still_ticks: 0,
             changes: 0,
             linked: None,
@@ -133,6 +145,10 @@ impl PeerTracker {
 
     /// Updates the heartbeat watch with `view` taken at `now_ms`.
     pub(crate) fn watch(&mut self, now_ms: u64, view: &PeerView, p: LivenessParams) -> Liveness {
+        let gap = now_ms
+            .saturating_sub(self.last_seen_ms)
+            .min(p.tick_ms.saturating_mul(2));
+        self.last_seen_ms = now_ms;
         let Some(generation) = view.up_generation() else {
             self.watched = 0;
             return Liveness::Dead;
@@ -141,18 +157,20 @@ impl PeerTracker {
             self.watched = generation;
             self.last_beat = view.heartbeat;
             self.last_change_ms = now_ms;
+            self.still_ms = 0;
             self.still_ticks = 0;
             self.changes = 0;
         } else if view.heartbeat != self.last_beat {
             self.last_beat = view.heartbeat;
             self.last_change_ms = now_ms;
+            self.still_ms = 0;
             self.still_ticks = 0;
             self.changes = self.changes.saturating_add(1);
         } else {
+            self.still_ms = self.still_ms.saturating_add(gap);
             self.still_ticks = self.still_ticks.saturating_add(1);
         }
-        let still_for = now_ms.saturating_sub(self.last_change_ms);
-        if still_for >= p.timeout_ms && self.still_ticks >= p.min_ticks {
+        if self.still_ms >= p.timeout_ms && self.still_ticks >= p.min_ticks {
             Liveness::Dead
         } else if self.changes == 0 {
             Liveness::Unknown
@@ -239,6 +257,12 @@ impl PeerTracker {
     /// changed.
     pub(crate) const fn last_beat_ms(&self) -> u64 {
         self.last_change_ms
+    }
+
+    /// How long (ms) the watched heartbeat has stood still in this node's watch (less
+    /// than since [`last_beat_ms`](Self::last_beat_ms) when this node was stalled too).
+    pub(crate) const fn still_ms(&self) -> u64 {
+        self.still_ms
     }
 
     /// The peer's generation this node is linked with.

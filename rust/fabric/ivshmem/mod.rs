@@ -21,7 +21,8 @@
 //!   Documentation/af_sci.rst).
 //! - **Liveness**: the poller heartbeats every [`TICK_MS`] and watches every peer
 //!   ([`crate::proto::liveness`]); a peer whose heartbeat stands still for
-//!   `ivshmem_timeout_ms` (default 2000), that leaves, or that comes back as a new
+//!   `ivshmem_timeout_ms` (default 2000) of this node's watch (time this node itself
+//!   was not running does not count), that leaves, or that comes back as a new
 //!   generation is *down*: its mappings are revoked, the layer above is told
 //!   ([`FabricEvents::node_down`]) and resets every connection to it, and only then
 //!   this node drops its link, after which the peer may relink. A guest whose QEMU
@@ -29,7 +30,8 @@
 //!   `tools/ivshmem-server`), so its peers see it leave at their next tick. The timeout
 //!   is the backstop for a guest that hangs with its QEMU alive, and for
 //!   `ivshmem-plain`, which has no server; it must outlast the longest time a guest's
-//!   vCPUs may be kept off the host's CPUs, or busy peers are reset for nothing.
+//!   vCPUs may be kept off the host's CPUs while its peers run, or busy peers are reset
+//!   for nothing.
 //! - **This node's own connections** never touch the region: their segments are kernel
 //!   memory, which no peer can write (a peer that scribbles over the region can break
 //!   its own connections, never this node's others), and their doorbells and frames are
@@ -223,7 +225,7 @@ impl Shared {
                 action = PeerAction::Down(g);
             }
         }
-        let last_beat = link.tracker.last_beat_ms();
+        let (last_beat, still_ms) = (link.tracker.last_beat_ms(), link.tracker.still_ms());
         let down = match action {
             PeerAction::None => None,
             PeerAction::Down(g) => {
@@ -276,12 +278,13 @@ impl Shared {
             // in ms): tests measure how soon after it the connections failed.
             let silent_ms = now.saturating_sub(last_beat);
             pr_info!(
-                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago; {}); resetting its connections\n",
+                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago, {} ms of them watched; {}); resetting its connections\n",
                 peer.id,
                 g,
                 last_beat,
                 silent_ms,
-                down_cause(&view, g, silent_ms >= self.liveness.timeout_ms)
+                still_ms,
+                down_cause(&view, g, still_ms >= self.liveness.timeout_ms)
             );
             self.events.node_down(peer.id);
             // Only now may the peer relink: its old mappings and connections are gone.
@@ -440,6 +443,7 @@ impl Ivshmem {
         let liveness = LivenessParams {
             timeout_ms: u64::from(params.timeout_ms.max(2 * TICK_MS as u32)),
             min_ticks: MIN_STILL_TICKS,
+            tick_ms: TICK_MS,
         };
         let word = NodeWord {
             state: crate::proto::region::NodeState::Up,

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::{claim_alone, TestSegment, XorShift};
-use crate::proto::liveness::{holds_old_link, LivenessParams, PeerAction, PeerTracker};
+use crate::proto::liveness::{
+    holds_old_link, Liveness, LivenessParams, PeerAction, PeerTracker, PeerView,
+};
 use crate::proto::region::{
     default_params, format, next_node_generation, LinkWord, NodeId, NodeState, NodeWord, Region,
 };
@@ -19,6 +21,7 @@ const TICK_MS: u64 = 100;
 const P: LivenessParams = LivenessParams {
     timeout_ms: 500,
     min_ticks: 3,
+    tick_ms: TICK_MS,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -330,6 +333,91 @@ fn stalled_node_is_dropped_then_relinks() {
     let (_, down1) = s.nodes[1].downs[0][0];
     assert!(s.nodes[0].trackers[1].linked().is_some());
     assert!(down1 <= s.now);
+}
+
+#[test]
+fn nodes_stalled_together_stay_linked() {
+    // A loaded host stops both guests for six timeouts, and node 0 runs again two ticks
+    // before node 1 (as in a CI run: A's poller 1.6 s late, B silent 2.06 s by A's clock,
+    // counted down by the wall-clock rule). Neither counts the other down: each was not
+    // running itself, so the silence is not the peer's.
+    let mut s = Sim::new(2);
+    s.start(0);
+    s.start(1);
+    s.rounds_until(10, |s| s.reachable(0, 1) && s.reachable(1, 0))
+        .unwrap();
+    // Node 1 stops first (node 0 has seen its last beat), node 0 a tick later.
+    s.nodes[1].stalled = 31;
+    s.round();
+    s.nodes[0].stalled = 28;
+    for _ in 0..60 {
+        s.round();
+        assert!(s.nodes[0].downs[1].is_empty() && s.nodes[1].downs[0].is_empty());
+    }
+    assert!(s.reachable(0, 1) && s.reachable(1, 0));
+}
+
+#[test]
+fn a_dead_peer_is_judged_on_the_watchers_own_time() {
+    // Node 1 dies while node 0 is stalled for longer than the timeout: node 0 does not
+    // declare it down at its first look back, but within a timeout of its own ticks.
+    let mut s = Sim::new(2);
+    s.start(0);
+    s.start(1);
+    s.rounds_until(10, |s| s.reachable(0, 1) && s.reachable(1, 0))
+        .unwrap();
+    s.nodes[0].stalled = 20;
+    s.kill(1);
+    s.rounds_until(20, |s| s.nodes[0].stalled == 0).unwrap();
+    s.round();
+    assert!(
+        s.nodes[0].downs[1].is_empty(),
+        "down at the first look back"
+    );
+    let k = s
+        .rounds_until(20, |s| !s.nodes[0].downs[1].is_empty())
+        .expect("the dead peer is declared down");
+    // Its last beat landed after node 0's last look before the stall, so node 0 sees it
+    // at the first look back and counts a whole timeout of its own ticks from there.
+    let watched = k as u64 * TICK_MS;
+    assert!(
+        watched + TICK_MS >= P.timeout_ms && watched <= P.timeout_ms,
+        "{k} more rounds"
+    );
+}
+
+#[test]
+fn watch_counts_each_gap_as_at_most_two_ticks() {
+    let view = PeerView {
+        word: Some(word(NodeState::Up, 1)),
+        heartbeat: 7,
+        link_to_me: LinkWord::NONE,
+    };
+    let mut t = PeerTracker::new();
+    let beat = |t: &mut PeerTracker, now: u64, hb: u64| {
+        t.watch(
+            now,
+            &PeerView {
+                heartbeat: hb,
+                ..view
+            },
+            P,
+        )
+    };
+    assert_eq!(beat(&mut t, 1000, 7), Liveness::Unknown);
+    assert_eq!(beat(&mut t, 1100, 8), Liveness::Alive);
+    // A 10 s gap (this node stalled) counts as 200 ms of watch.
+    assert_eq!(beat(&mut t, 11_100, 8), Liveness::Alive);
+    assert_eq!(t.still_ms(), 2 * TICK_MS);
+    assert_eq!(t.last_beat_ms(), 1100);
+    assert_eq!(beat(&mut t, 11_200, 8), Liveness::Alive);
+    // 400 ms of watch, then 500 on the next on-time tick: dead.
+    assert_eq!(beat(&mut t, 11_300, 8), Liveness::Alive);
+    assert_eq!(t.still_ms(), 4 * TICK_MS);
+    assert_eq!(beat(&mut t, 11_400, 8), Liveness::Dead);
+    // A beat brings it back and resets the watch.
+    assert_eq!(beat(&mut t, 11_500, 9), Liveness::Alive);
+    assert_eq!(t.still_ms(), 0);
 }
 
 #[test]
