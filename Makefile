@@ -51,16 +51,16 @@ test: module tools selftests
 	@KDIR=$(KDIR) $(TOP)/selftests/run-tests
 
 run: module tools
-	@KDIR=$(KDIR) $(TOP)/selftests/demo
+	@KDIR=$(KDIR) $(TOP)/selftests/guest/demo
 
 # Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
-# The single-guest part, then the inter-VM part (selftests/bench-pair); both always run and
+# The single-guest part, then the inter-VM part (selftests/bench/bench-pair); both always run and
 # print their tables, and the target fails when either failed.
 # BENCH_ARGS: sci-bench options of the single-guest part; BENCH_PAIR_ARGS: of the inter-VM one.
 .PHONY: bench
 bench: module tools
-	@KDIR=$(KDIR) $(TOP)/selftests/bench $(BENCH_ARGS); one=$$?; \
-	echo; KDIR=$(KDIR) $(TOP)/selftests/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
+	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
+	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
 	[ $$one = 0 ] || echo "make bench: the single-guest part FAILED (status $$one; its tables are above)"; \
 	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
 	[ $$one = 0 ] && [ $$pair = 0 ]

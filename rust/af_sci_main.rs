@@ -7,44 +7,42 @@
 //! `socket(AF_INET, SOCK_STREAM, 0)`. Each owns a native TCP socket that holds its port
 //! and, when no SCI data path can serve the connection, carries its bytes.
 //!
-//! Files: `socket_adapter.rs` (family registration and `proto_ops`), `sci_sock.rs` (the
-//! socket), `native.rs` (the native TCP socket), `handover.rs` (a fallen-back socket's file
-//! goes straight to its native socket), `node_map.rs` + `config/rules.rs` (the
-//! connect-time decision), `sockets.rs` (module-wide state, socket registry, counters),
-//! `netlink.rs` + `netlink_adapter.rs` (the `af_sci` generic netlink family),
-//! `control.rs` + `connector.rs` + `sci_conn.rs` + `conn_addr.rs` + `fabric/` + `proto/`
-//! (the SCI data path),
-//! `bindings.rs` + `shim.c` + `genl.c` (C glue).
+//! The layers are folders, each depending only on those below it (Documentation/af_sci.rst,
+//! "The layers"; `selftests/hygiene/layers` checks it):
+//!
+//! - [`diag`]: the `af_sci` generic netlink family (`scictl`);
+//! - [`socket`]: the family, its `proto_ops`, the `AF_SCI` socket and its native TCP
+//!   socket, and the stack every socket reaches below it;
+//! - [`control`]: the connection table, the handshake, the listener and connector
+//!   kthreads;
+//! - [`conn`]: one SCI connection: two queues, gathering, waiting;
+//! - [`fabric`]: the remote-memory interconnect (loopback, ivshmem);
+//! - [`config`]: the node map and port rules (beside the data path);
+//! - [`proto`]: the I/O-free core (queues, frames, region, doorbells, connection state),
+//!   the same code the host tests run;
+//! - [`sys`]: bindings and kernel services, under all.
+//!
+//! This file owns the module's state: the stack, held by the two families it registers.
 
 // `pin_init!` of `SciSock` (many fields) expands deeper than the default limit of 128.
 #![recursion_limit = "256"]
 
-mod bindings;
-mod conn_addr;
-mod connector;
+mod config;
+mod conn;
 mod control;
+mod diag;
 mod fabric;
-mod global;
-mod handover;
-mod kthread;
-mod native;
-mod netlink;
-mod netlink_adapter;
-mod node_map;
-mod own_sk;
-mod pci;
 // The I/O-free protocol core, shared with the host crate `tools/sci-proto`. Parts of it
 // are used only as the data path grows.
 #[allow(dead_code)]
 #[path = "proto/mod.rs"]
 mod proto;
-mod sci_conn;
-mod sci_sock;
-mod socket_adapter;
-mod sockets;
+mod socket;
+mod sys;
 
 use kernel::prelude::*;
-use socket_adapter::Family;
+use kernel::sync::Arc;
+use socket::adapter::Family;
 
 module! {
     type: AfSci,
@@ -54,54 +52,48 @@ module! {
     license: "GPL",
 }
 
+/// The module: the socket family and the netlink family, registered over one stack
+/// (the control plane with its fabric and kthreads, the node map, the socket registry),
+/// which each holds a reference to, as does every socket.
 struct AfSci {
-    /// Dropped first: its handlers use the module-wide state `family` owns.
-    _netlink: netlink_adapter::Family,
-    /// Dropped next: stops the listener and connector kthreads.
-    _threads: (kthread::KThread, kthread::KThread),
+    /// Dropped first: no netlink handler runs once it is unregistered.
+    _netlink: diag::netlink::adapter::Family,
+    /// Dropped next: unregisters the family (no socket is left: each holds a module
+    /// reference); the stack goes with the last reference, stopping the kthreads and
+    /// leaving the fabric.
     family: Pin<KBox<Family>>,
-    _plane: InstalledPlane,
 }
 
 impl kernel::Module for AfSci {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        if own_sk::fabric_selftest_requested() {
-            fabric::selftest::run()?;
+        // Load-time parameters, read once (the ones a running module reads where it
+        // uses them are documented in `sys::params`).
+        let params = sys::params::fabric_params();
+        if sys::params::fabric_selftest_requested() {
+            fabric::queue_selftest::run()?;
+            fabric::ivshmem::region_selftest::run(&params)?;
         }
-        let plane = KBox::pin_init(control::ControlPlane::new()?, GFP_KERNEL)?;
-        global::install(&plane);
-        let plane = InstalledPlane(plane);
-        let threads = control::ControlPlane::start_threads()?;
+        let stack = Arc::pin_init(socket::stack::Stack::new(&params)?, GFP_KERNEL)?;
         let number = Family::requested_number();
-        let family = match Family::register(number, module) {
-            Ok(family) => family,
-            Err(e) => {
-                drop(threads);
-                return Err(e);
-            }
-        };
-        let netlink = match netlink_adapter::Family::register() {
+        let family = Family::register(number, module, stack.clone())?;
+        let netlink = match diag::netlink::adapter::Family::register(stack.clone()) {
             Ok(netlink) => netlink,
             Err(e) => {
                 pr_err!(
                     "cannot register the generic netlink family af_sci: {:?}\n",
                     e
                 );
-                drop(threads);
-                drop(family);
                 return Err(e);
             }
         };
         pr_info!(
             "registered address family {} (fabric: {})\n",
             number,
-            plane.0.fabric().name()
+            stack.plane.fabric().name()
         );
         Ok(AfSci {
             _netlink: netlink,
-            _threads: threads,
             family,
-            _plane: plane,
         })
     }
 }
@@ -109,16 +101,5 @@ impl kernel::Module for AfSci {
 impl Drop for AfSci {
     fn drop(&mut self) {
         pr_info!("unregistering address family {}\n", self.family.number());
-    }
-}
-
-/// The control plane, reachable through `global` while this lives.
-struct InstalledPlane(Pin<KBox<control::ControlPlane>>);
-
-impl Drop for InstalledPlane {
-    fn drop(&mut self) {
-        // Fields of `AfSci` drop in order: the thread has stopped and the family is gone,
-        // so no socket, thread or fabric callback reaches the plane any more.
-        global::uninstall();
     }
 }

@@ -4,7 +4,7 @@
 //! fallback reasons.
 //!
 //! Plain `core` Rust (no `std`, no `alloc`, no kernel crate, no `unsafe`, no panics),
-//! compiled into `af_sci.ko` (`rust/node_map.rs` holds the tables, under a lock) and into
+//! compiled into `af_sci.ko` (`rust/config/node_map.rs` holds the tables, under a lock) and into
 //! the host crate `tools/sci-config`, where `cargo test -p sci-config` tests it and
 //! `scictl` uses the same types to check its configuration files.
 //!

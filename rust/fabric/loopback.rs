@@ -9,9 +9,9 @@
 
 use super::memory::SegMem;
 use super::{Fabric, FabricEvents, NodeId};
-use crate::bindings;
-use crate::native::errno;
 use crate::proto::frame::FRAME_SIZE;
+use crate::sys::bindings;
+use crate::sys::errno::errno;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -22,7 +22,7 @@ pub(crate) struct Loopback {
     /// Exported segments, indexed by channel (a connection slot).
     #[pin]
     exports: SpinLock<KVec<Option<Arc<SegMem>>>>,
-    events: &'static dyn FabricEvents,
+    events: Arc<dyn FabricEvents>,
 }
 
 impl Loopback {
@@ -30,7 +30,7 @@ impl Loopback {
     pub(crate) fn new(
         node: NodeId,
         channels: usize,
-        events: &'static dyn FabricEvents,
+        events: Arc<dyn FabricEvents>,
     ) -> Result<impl PinInit<Self>> {
         let mut table = KVec::with_capacity(channels, GFP_KERNEL)?;
         for _ in 0..channels {

@@ -16,9 +16,9 @@
 //! So the memory of a peer that restarted can be handed to new segments without stale
 //! stores from this node landing in them.
 
-use crate::bindings;
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
+use crate::sys::bindings;
 use core::ffi::c_void;
 use core::ptr::NonNull;
 use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};

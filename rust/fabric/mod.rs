@@ -8,13 +8,13 @@
 //! segment, rings a peer's *doorbell* on a channel, and exchanges fixed-size *control
 //! frames* through a per-node mailbox. Nothing above this trait knows which backend it
 //! runs on: [`loopback`] (both ends in this kernel) or [`ivshmem`] (a shared PCI BAR
-//! between QEMU guests); [`choice`] picks one at load time.
+//! between QEMU guests); [`select`] picks one at load time.
 
-pub(crate) mod choice;
 pub(crate) mod ivshmem;
 pub(crate) mod loopback;
 pub(crate) mod memory;
-pub(crate) mod selftest;
+pub(crate) mod queue_selftest;
+pub(crate) mod select;
 
 use crate::proto::frame::FRAME_SIZE;
 use kernel::prelude::*;

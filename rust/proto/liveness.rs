@@ -31,7 +31,8 @@
 //! generation before it hands out memory of its area ([`holds_old_link`]), so no stale
 //! store from a peer lands in a new segment.
 
-use super::region::{LinkWord, NodeState, NodeWord};
+use super::region::{LinkWord, NodeId, NodeState, NodeWord, Region};
+use super::segment::Segment;
 
 /// What a node sees of a peer in one look at the region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +46,15 @@ pub(crate) struct PeerView {
 }
 
 impl PeerView {
+    /// What `me` sees of `peer` in one look at `region`.
+    pub(crate) fn read<S: Segment>(region: &Region<S>, me: NodeId, peer: NodeId) -> Self {
+        Self {
+            word: region.node_word(peer),
+            heartbeat: region.heartbeat(peer),
+            link_to_me: region.link(peer, me),
+        }
+    }
+
     /// The peer's generation if it says it is up.
     fn up_generation(&self) -> Option<u32> {
         match self.word {

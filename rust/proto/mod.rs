@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The af_sci protocol core: ring layout, cursors, message queues, control
-//! frames, sequence ageing and the connection state machine, without I/O.
+//! frames, sequence ageing, doorbells, the shared region and a connection end's state,
+//! without I/O.
 //!
 //! Plain `core` Rust: no `std`, no `alloc`, no kernel crate, no `unsafe`, no
 //! floats, no panics on any input (no peer-controlled indexing, no unwrap,
@@ -143,22 +144,24 @@
 //! addressed to an older generation ("sequence ageing"), answering a late
 //! accept of an abandoned connect with `Close(Abandoned)`.
 //!
-//! # Connection state machine
+//! # A connection end's state
 //!
-//! [`state::Connection`]: closed, connecting, established, local shut-wr,
-//! peer shut-wr, closing, aborted; events from local calls, mailbox answers
-//! and peer flags; outputs are [`state::Actions`] (flush, set a flag, notify
-//! the peer, wake readers/writers, release, fall back) plus what `send`,
-//! `recv` and `poll` report (`EOF`, `ECONNRESET`, `EPIPE`, ...).
+//! [`state`]: its set-up [`Phase`](state::Phase), what it did
+//! ([`Local`](state::Local)), what its peer said ([`Peer`](state::Peer)), and the
+//! decisions the kernel's connection takes from them: the TCP state, `poll`'s
+//! readiness, what a `send` or `recv` that finds a direction over reports
+//! (`EOF`, `ECONNRESET` once, the first write into a closed connection accepted then
+//! `EPIPE`), `shutdown`, `close` (graceful or abort) and when its memory may be used
+//! again ([`release`](state::release)).
 //!
 //! # Reuse of released areas
 //!
-//! After `RELEASE` the kernel stops touching the queues. Memory the peer could
-//! still write (it may not have seen an abort yet) must not be handed to a new
-//! connection until the peer has closed or the mapping is revoked; a new
-//! connection in the same area gets a new generation and start cursor, so a
-//! stale flag store is ignored and a stale cursor store is caught by cursor
-//! validation.
+//! Memory the peer could still write must not be handed to a new connection until
+//! the peer has closed its end (its close flags are its last stores into it) or the
+//! mapping is revoked; until then a closed end stays in the connection table, and an
+//! end whose peer's state is unknown waits out a grace period. A new connection in
+//! the same area gets a new generation and start cursor, so a stale flag store is
+//! ignored and a stale cursor store is caught by cursor validation.
 //!
 //! # Shared region (inter-VM fabric)
 //!
@@ -185,7 +188,7 @@
 //! - `Segment` implementations bounds- and alignment-check every access
 //!   (ignore a bad store, load 0) even though the core never passes a bad
 //!   offset; `fence` is `smp_mb()` plus any flush posted remote writes need.
-//! - `sendmsg`: [`send_check`](state::Connection::send_check) first; small writes
+//! - `sendmsg`: [`send_end`](state::send_end) first; small writes
 //!   through `reserve`, larger through `writable` (truncate the spans to the
 //!   iov length); `stage`, then [`gather_decision`](gather::gather_decision)
 //!   (with `room = free()`, `force` before sleeping); on `Hold` with data in
@@ -193,18 +196,17 @@
 //!   return `true`.
 //! - `recvmsg`: `readable`, copy, `consume_and_update`; ring on `true`. When
 //!   empty: `prepare_wait`, ring if `notify_peer`, sleep if `sleep`, then
-//!   `finish_wait`. The wait condition also includes the state machine (an
-//!   abort arrives through the *other* queue's flags).
+//!   `finish_wait`; [`recv_end`](state::recv_end) says what an empty ring
+//!   means (an abort arrives through the *other* queue's flags).
 //! - `poll`: when reporting "not readable"/"not writable", post the wait
 //!   request the same way, or epoll never hears of new data.
-//! - Doorbell handler (one doorbell per connection): refresh the consumer,
-//!   turn newly latched peer flags into [`Event`](state::Event)s, re-run the
-//!   gathering decision for held bytes, wake readers/writers.
+//! - Doorbell handler (one doorbell per connection): wake readers and writers,
+//!   and re-run the gathering decision for held bytes.
 //! - Close order: flush, `Consumer::set_closed`, `Producer::set_closed` (the
 //!   last store into the peer's segment), doorbell. On a
 //!   [`ProtocolError`](error::ProtocolError): `Producer::set_abort`,
-//!   `Consumer::set_closed` (both work on a latched endpoint), doorbell,
-//!   [`Event::ProtocolViolation`](state::Event::ProtocolViolation).
+//!   `Consumer::set_closed` (both work on a latched endpoint), doorbell; the
+//!   call fails with `EPROTO`.
 //! - Control mailbox: [`init_slots`](mailbox::init_slots) /
 //!   [`init_ack`](mailbox::init_ack) before announcing; sequence numbers start
 //!   at [`MB_FIRST_SEQ`](mailbox::MB_FIRST_SEQ); every received frame goes

@@ -1,584 +1,316 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The connection state machine.
+//! A connection end's state, and the TCP answers it gives: the decisions the kernel's
+//! connection (`rust/conn/`) takes for `send`, `recv`, `poll`, `shutdown`, `close`,
+//! `TCP_INFO` and the release of its memory, as pure functions of its state.
 //!
-//! Pure bookkeeping: events in, [`Actions`] out. The socket layer feeds it
-//! local calls (`connect`, `shutdown`, `close`), mailbox answers and what it
-//! sees in the peer's flag words ([`PeerWriterState`], [`PeerReaderState`]),
-//! carries out the actions, and asks it what `send`, `recv` and `poll` must
-//! report. It never touches memory and never fails: an event that does not
-//! apply is ignored or answered with a [`SockError`] for the calling operation.
+//! An end's state is three parts:
 //!
-//! [`PeerWriterState`]: super::queue::PeerWriterState
-//! [`PeerReaderState`]: super::queue::PeerReaderState
+//! - [`Phase`]: where its set-up stands (connecting, established, or why it fell back);
+//! - [`Local`]: what this end did (shut a direction, closed) and what it already
+//!   reported (a reset, the `EPIPE` after the first write into a closed connection);
+//! - [`Peer`]: what the peer end said, latched from its flag words (done writing, its
+//!   reader closed, an abort), or what the fabric said for it (its node went down: an
+//!   abort no flag will ever carry).
+//!
+//! The kernel keeps `Local` and `Phase` under the connection's mutex and reads `Peer`
+//! from its queue endpoints, then asks these functions; the host crate tests them
+//! against TCP's behaviour (`tools/sci-proto`, `tests/conn_state.rs`). Everything here
+//! is plain data: no memory, no I/O.
 
-/// Socket errors the state machine reports, with their Linux errno values.
+/// Where a connection end's set-up stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SockError {
-    /// `ENOTCONN`: not connected.
-    NotConn,
-    /// `EPIPE`: writing is shut down or the peer is gone (with `SIGPIPE`
-    /// unless `MSG_NOSIGNAL`).
-    Pipe,
-    /// `ECONNRESET`: the peer aborted (reported once, then EOF / `EPIPE`).
-    ConnReset,
-    /// `EAGAIN`: not yet (a connect in progress).
-    Again,
-    /// `EISCONN`: already connected.
-    IsConn,
-    /// `EALREADY`: a connect is already in progress.
-    Already,
+pub(crate) enum Phase {
+    /// Request sent, no answer yet.
+    Connecting,
+    /// Queues in place.
+    Established,
+    /// The peer refused; the socket falls back to TCP.
+    Refused,
+    /// The peer had no memory for the queues; the socket falls back to TCP (reason
+    /// `no-memory`, as when this node has none).
+    NoRoom,
+    /// The peer's node went down before it answered; the socket falls back to TCP (as
+    /// when no answer comes in time: reason `timeout`).
+    Unanswered,
 }
 
-impl SockError {
-    /// The positive Linux errno value.
-    pub(crate) const fn errno(self) -> i32 {
-        match self {
-            SockError::NotConn => 107,
-            SockError::Pipe => 32,
-            SockError::ConnReset => 104,
-            SockError::Again => 11,
-            SockError::IsConn => 106,
-            SockError::Already => 114,
-        }
+/// What this end did, and what it already reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Local {
+    /// `shutdown(SHUT_RD)`: nothing more is read (queued bytes still are, no wait).
+    pub(crate) rcv_shut: bool,
+    /// `shutdown(SHUT_WR)`: this end announced done writing.
+    pub(crate) snd_shut: bool,
+    /// The peer's reset was turned into the socket's pending `ECONNRESET` (once).
+    pub(crate) reset_seen: bool,
+    /// A write after the peer's reader closed was accepted (as TCP accepts the first,
+    /// answering it with a reset): the next one fails with `EPIPE`.
+    pub(crate) epipe_armed: bool,
+    /// `close()` ran: nothing more is written to the peer's segment.
+    pub(crate) closed: bool,
+}
+
+/// What the peer end said (latched: once seen, always set).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Peer {
+    /// It is done writing (`SHUT_WR` or close): after its last byte, end of stream.
+    pub(crate) done_writing: bool,
+    /// Its reader closed: it reads nothing more (writes here fail with `EPIPE`).
+    pub(crate) reader_closed: bool,
+    /// It aborted (or its node went down): a reset.
+    pub(crate) abort: bool,
+}
+
+impl Peer {
+    /// Nothing more will arrive: end of stream or reset.
+    pub(crate) const fn finished_writing(self) -> bool {
+        self.done_writing || self.abort
     }
 }
 
-/// The states, as the socket layer and tools name them. Derived from the
-/// machine's flags by [`Connection::state`].
+impl Local {
+    /// The peer's abort becomes the socket's pending `ECONNRESET` once: true when the
+    /// caller must set it now.
+    pub(crate) fn note_reset(&mut self, peer: Peer) -> bool {
+        if peer.abort && !self.reset_seen {
+            self.reset_seen = true;
+            return true;
+        }
+        false
+    }
+
+    /// Nothing more is received: the peer finished, or this end shut reading.
+    pub(crate) const fn receive_done(self, peer: Peer) -> bool {
+        peer.finished_writing() || self.rcv_shut
+    }
+
+    /// Nothing more is sent: this end shut writing, the peer's reader closed, or reset.
+    pub(crate) const fn send_done(self, peer: Peer) -> bool {
+        self.snd_shut || peer.reader_closed || peer.abort
+    }
+}
+
+/// The TCP state an end reports (`TCP_INFO`, `SCI_INFO`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum State {
-    /// No SCI connection (never connected, or released).
-    Closed,
-    /// A connect request is out; no answer yet.
-    Connecting,
+pub(crate) enum TcpState {
     /// Both directions open.
     Established,
-    /// This side is done writing (SHUT_WR or a graceful close); the peer is not.
-    LocalShutWr,
-    /// The peer is done writing; this side is not.
-    PeerShutWr,
-    /// Both sides are done writing; waiting for the last reads / the peer's
-    /// close before the queues are released.
-    Closing,
-    /// The connection was reset (by the peer, or a protocol error).
-    Aborted,
+    /// This end shut writing, the peer has not.
+    FinWait2,
+    /// The peer is done writing, this end is not.
+    CloseWait,
+    /// Both done writing.
+    TimeWait,
+    /// Reset.
+    Close,
 }
 
-/// Events fed to [`Connection::handle`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// A connect request was mailed.
-    ConnectSent,
-    /// The listener accepted (the queues are attached).
-    ConnectAccepted,
-    /// The listener rejected the request.
-    ConnectRejected,
-    /// No answer in time.
-    ConnectTimeout,
-    /// `shutdown(SHUT_WR)` (or the write half of `SHUT_RDWR`).
-    ShutdownWr,
-    /// `shutdown(SHUT_RD)` (or the read half of `SHUT_RDWR`).
-    ShutdownRd,
-    /// The user closed the socket. `unread`: unread received data remained
-    /// (or `SO_LINGER` with a zero timeout): abort instead of a graceful close.
-    Close {
-        /// Abort instead of closing gracefully.
-        unread: bool,
-    },
-    /// The peer's producer flags say "done writing".
-    PeerDoneWriting,
-    /// The peer closed its socket (its producer or consumer flags say "closed").
-    PeerClosed,
-    /// The peer's producer flags say "abort", or a `Close(Abort)` frame came.
-    PeerAbort,
-    /// After a graceful close, the peer did not close in time (like TCP's
-    /// `tcp_fin_timeout`).
-    CloseTimeout,
-    /// A queue endpoint reported a [`ProtocolError`](super::error::ProtocolError).
-    ProtocolViolation,
-}
-
-/// What the socket layer must do after an event, as a bit set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Actions(u16);
-
-impl Actions {
-    /// Nothing to do.
-    pub(crate) const NONE: Actions = Actions(0);
-    /// Publish staged (gathered) bytes before anything else.
-    pub(crate) const FLUSH: Actions = Actions(1 << 0);
-    /// `Producer::set_done_writing`.
-    pub(crate) const SET_DONE_WRITING: Actions = Actions(1 << 1);
-    /// `Consumer::set_closed` then `Producer::set_closed` (the producer's
-    /// store is the last this side makes to the peer's segment).
-    pub(crate) const SET_CLOSED: Actions = Actions(1 << 2);
-    /// `Producer::set_abort` (and `Consumer::set_closed`).
-    pub(crate) const SET_ABORT: Actions = Actions(1 << 3);
-    /// Ring the peer's doorbell.
-    pub(crate) const NOTIFY_PEER: Actions = Actions(1 << 4);
-    /// Wake local readers (data, EOF or error to report).
-    pub(crate) const WAKE_READERS: Actions = Actions(1 << 5);
-    /// Wake local writers (space, `EPIPE` or error to report; connect done).
-    pub(crate) const WAKE_WRITERS: Actions = Actions(1 << 6);
-    /// Stop touching the queues and free them (unexport, bump the slot
-    /// generation; see the module documentation on reuse).
-    pub(crate) const RELEASE: Actions = Actions(1 << 7);
-    /// The SCI connect failed: fall back to the native TCP connect.
-    pub(crate) const FALLBACK: Actions = Actions(1 << 8);
-    /// The connection is established.
-    pub(crate) const CONNECTED: Actions = Actions(1 << 9);
-
-    /// Whether every bit of `other` is set.
-    pub(crate) const fn contains(self, other: Actions) -> bool {
-        self.0 & other.0 == other.0
-    }
-
-    /// Whether any bit of `other` is set.
-    pub(crate) const fn intersects(self, other: Actions) -> bool {
-        self.0 & other.0 != 0
-    }
-
-    /// The union.
-    pub(crate) const fn with(self, other: Actions) -> Actions {
-        Actions(self.0 | other.0)
-    }
-
-    /// Whether no bit is set.
-    pub(crate) const fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    /// The raw bits.
-    pub(crate) const fn bits(self) -> u16 {
-        self.0
+/// The TCP state of an end.
+pub(crate) const fn tcp_state(local: Local, peer: Peer) -> TcpState {
+    match (local.snd_shut, peer.done_writing, peer.abort) {
+        (_, _, true) => TcpState::Close,
+        (true, true, _) => TcpState::TimeWait,
+        (true, false, _) => TcpState::FinWait2,
+        (false, true, _) => TcpState::CloseWait,
+        (false, false, false) => TcpState::Established,
     }
 }
 
-/// Result of an event.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Output {
-    /// What to do.
-    pub(crate) actions: Actions,
-    /// Error for the operation that caused the event (e.g. `shutdown` on an
-    /// unconnected socket), if any.
-    pub(crate) error: Option<SockError>,
-}
-
-impl Output {
-    /// Just actions.
-    const fn act(actions: Actions) -> Self {
-        Output {
-            actions,
-            error: None,
-        }
-    }
-
-    /// Just an error.
-    const fn err(e: SockError) -> Self {
-        Output {
-            actions: Actions::NONE,
-            error: Some(e),
-        }
-    }
-}
-
-/// How `send` proceeds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SendMode {
-    /// Write into the queue.
-    Deliver,
-    /// The peer closed: accept the bytes and drop them (TCP sends them into a
-    /// reset); the next send fails with `EPIPE`.
-    Discard,
-}
-
-/// What `recv` reports when called.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RecvStatus {
-    /// Read the available data.
-    Data,
-    /// Return 0.
-    Eof,
-    /// Nothing yet: `EAGAIN`, or wait.
-    WouldBlock,
-    /// Fail with this error.
-    Error(SockError),
-}
-
-/// `poll` readiness, mapped to `EPOLL*` bits by the socket layer.
+/// What `poll` reports, mapped to `EPOLL*` bits by the caller.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Readiness {
-    /// `EPOLLIN | EPOLLRDNORM`.
+    /// `EPOLLIN | EPOLLRDNORM`: data, end of stream, reset, or reading shut.
     pub(crate) readable: bool,
-    /// `EPOLLOUT | EPOLLWRNORM`.
+    /// `EPOLLOUT | EPOLLWRNORM`: room, or writing is over (a write would not block).
     pub(crate) writable: bool,
-    /// `EPOLLRDHUP`.
+    /// `EPOLLRDHUP`: nothing more will arrive.
     pub(crate) rdhup: bool,
-    /// `EPOLLHUP`.
+    /// `EPOLLHUP`: both directions are over.
     pub(crate) hup: bool,
     /// `EPOLLERR`.
     pub(crate) error: bool,
 }
 
-/// Lifecycle phase (the flags refine `Connected`).
+/// An end's readiness: `has_data` (bytes to read), `has_room` (room to write, as TCP's
+/// `sk_stream_is_writeable` counts it), `error` (a pending socket error, or a queue that
+/// broke the protocol).
+pub(crate) const fn readiness(
+    local: Local,
+    peer: Peer,
+    has_data: bool,
+    has_room: bool,
+    error: bool,
+) -> Readiness {
+    let receive_done = local.receive_done(peer);
+    let send_done = local.send_done(peer);
+    Readiness {
+        readable: has_data || receive_done,
+        writable: has_room || send_done,
+        rdhup: receive_done,
+        hup: receive_done && send_done,
+        error,
+    }
+}
+
+/// What a `send` that finds writing over reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
-    /// Before any connect.
-    Idle,
-    /// Request out.
-    Connecting,
-    /// Queues attached.
-    Connected,
-    /// Queues released (or the attempt ended); terminal.
-    Released,
+pub(crate) enum SendEnd {
+    /// Writing is open: go on.
+    Open,
+    /// The bytes already sent by this call.
+    Sent(usize),
+    /// The socket's pending error (the reset, reported once; the caller takes it, and
+    /// goes on with [`SendEnd::Pipe`] if none is pending any more).
+    PendingError,
+    /// Every byte "sent": the first write after the peer's reader closed, which TCP
+    /// accepts and answers with a reset.
+    Accepted,
+    /// `EPIPE` (and `SIGPIPE` unless `MSG_NOSIGNAL`).
+    Pipe,
 }
 
-/// One connection's state machine.
+/// A `send` that has sent `sent` bytes so far and looks at the connection again.
+pub(crate) fn send_end(local: &mut Local, peer: Peer, sent: usize) -> SendEnd {
+    if !local.send_done(peer) {
+        return SendEnd::Open;
+    }
+    if sent > 0 {
+        return SendEnd::Sent(sent);
+    }
+    if peer.abort {
+        return SendEnd::PendingError;
+    }
+    if !local.snd_shut && !local.epipe_armed {
+        local.epipe_armed = true;
+        return SendEnd::Accepted;
+    }
+    SendEnd::Pipe
+}
+
+/// What a `recv` that finds no bytes (more) to read reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Connection {
-    /// Lifecycle phase.
-    phase: Phase,
-    /// This side announced done-writing.
-    local_wr_done: bool,
-    /// The peer announced done-writing.
-    peer_wr_done: bool,
-    /// `shutdown(SHUT_RD)` was called.
-    rd_shut: bool,
-    /// The peer closed its socket.
-    peer_closed: bool,
-    /// A send after the peer closed was already discarded.
-    discarded: bool,
-    /// The user closed the socket.
-    user_closed: bool,
-    /// Reset by the peer or by a protocol error.
-    aborted: bool,
-    /// Error to report once (`sk_err`).
-    pending_error: Option<SockError>,
+pub(crate) enum RecvEnd {
+    /// Wait for bytes (or report `EAGAIN` when not waiting).
+    Wait,
+    /// Return the bytes copied so far (0: end of stream).
+    Return(usize),
+    /// The socket's pending error when nothing was copied (a reset, reported once),
+    /// else end of stream; the caller takes it.
+    PendingError,
 }
 
-impl Default for Connection {
-    fn default() -> Self {
-        Self::new()
+/// A `recv` that copied `copied` bytes of the `len` asked for, with `MSG_WAITALL` or not,
+/// and finds nothing more to read now.
+pub(crate) const fn recv_end(
+    local: Local,
+    peer: Peer,
+    copied: usize,
+    len: usize,
+    waitall: bool,
+) -> RecvEnd {
+    if peer.abort {
+        return if copied > 0 {
+            RecvEnd::Return(copied)
+        } else {
+            RecvEnd::PendingError
+        };
+    }
+    if peer.done_writing || local.rcv_shut || (copied > 0 && !waitall) || len == 0 {
+        return RecvEnd::Return(copied);
+    }
+    RecvEnd::Wait
+}
+
+/// What a `shutdown` does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Shutdown {
+    /// Announce done writing to the peer (after the held bytes), and ring it.
+    pub(crate) done_writing: bool,
+}
+
+/// `shutdown(how)` with `rd` (`SHUT_RD` or `SHUT_RDWR`) and `wr` (`SHUT_WR` or
+/// `SHUT_RDWR`): `Err(())` (`ENOTCONN`) once both directions are over, as TCP in
+/// `TIME_WAIT` or closed.
+#[allow(clippy::result_unit_err)]
+pub(crate) fn shutdown(local: &mut Local, peer: Peer, rd: bool, wr: bool) -> Result<Shutdown, ()> {
+    if local.snd_shut && peer.finished_writing() {
+        return Err(());
+    }
+    if rd {
+        local.rcv_shut = true;
+    }
+    let done_writing = wr && !local.snd_shut;
+    if wr {
+        local.snd_shut = true;
+    }
+    Ok(Shutdown { done_writing })
+}
+
+/// How a `close` ends the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Close {
+    /// The held bytes go, then "closed": the peer reads everything, then end of stream.
+    Graceful,
+    /// "Abort": the peer sees a reset (`ECONNRESET`); held bytes are dropped, as a
+    /// reset drops TCP's send queue.
+    Abort,
+}
+
+/// `close()`: an abort when asked (`SO_LINGER` with a zero timeout), when bytes were
+/// left unread (as TCP sends a reset then), or when the queues are broken.
+pub(crate) fn close(local: &mut Local, linger_zero: bool, unread: bool, broken: bool) -> Close {
+    local.closed = true;
+    if linger_zero || unread || broken {
+        Close::Abort
+    } else {
+        Close::Graceful
     }
 }
 
-impl Connection {
-    /// A connection that has not connected yet.
-    pub(crate) const fn new() -> Self {
-        Connection {
-            phase: Phase::Idle,
-            local_wr_done: false,
-            peer_wr_done: false,
-            rd_shut: false,
-            peer_closed: false,
-            discarded: false,
-            user_closed: false,
-            aborted: false,
-            pending_error: None,
-        }
-    }
+/// When the memory of a closed connection end may be used again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Release {
+    /// At once: no end on another node ever had the segment.
+    Now,
+    /// At once: the peer end closed; its close flags, its last stores into this end's
+    /// segment, are there.
+    PeerDone,
+    /// When the peer end closes (its close rings this end's doorbell).
+    WhenPeerCloses,
+    /// After a grace period: the peer end's state is not known (its node went down, or
+    /// the connect ended without taking an answer), so it may still store late.
+    Grace,
+}
 
-    /// A connection accepted by a listener: connected from the start.
-    pub(crate) const fn accepted() -> Self {
-        let mut c = Self::new();
-        c.phase = Phase::Connected;
-        c
-    }
+/// What the peer end said about this end's segment (for [`release`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PeerEnd {
+    /// No end on the peer's node ever learned of this one (a rejected request, or an
+    /// answer that never went out).
+    pub(crate) never_shared: bool,
+    /// The fabric reset the connection (the peer's node went down, or its end abandoned
+    /// the connect): the peer end said nothing of its own.
+    pub(crate) lost: bool,
+    /// Its producer closed (its producer flag word in this end's receive area).
+    pub(crate) writer_closed: bool,
+    /// Its consumer closed (its consumer flag word in this end's credit area).
+    pub(crate) reader_closed: bool,
+}
 
-    /// The current state.
-    pub(crate) const fn state(&self) -> State {
-        match self.phase {
-            Phase::Idle | Phase::Released => State::Closed,
-            Phase::Connecting => State::Connecting,
-            Phase::Connected => {
-                if self.aborted {
-                    State::Aborted
-                } else {
-                    match (self.local_wr_done, self.peer_wr_done) {
-                        (false, false) => State::Established,
-                        (true, false) => State::LocalShutWr,
-                        (false, true) => State::PeerShutWr,
-                        (true, true) => State::Closing,
-                    }
-                }
-            }
-        }
+/// When a closed end's segment may be used again: at once if no peer end ever had it or
+/// the peer end closed both its halves; when the peer end closes if it is open; after a
+/// grace period if its state is not known. `queues` says whether both queues were built.
+pub(crate) const fn release(phase: Phase, queues: bool, peer: PeerEnd) -> Release {
+    if peer.never_shared {
+        return Release::Now;
     }
-
-    /// Whether the queues were released (terminal).
-    pub(crate) const fn is_released(&self) -> bool {
-        matches!(self.phase, Phase::Released)
+    if !matches!(phase, Phase::Established) || peer.lost || !queues {
+        return Release::Grace;
     }
-
-    /// Whether the user closed the socket.
-    pub(crate) const fn user_closed(&self) -> bool {
-        self.user_closed
-    }
-
-    /// Goes to `Released` and returns `a` plus [`Actions::RELEASE`].
-    fn release(&mut self, a: Actions) -> Output {
-        self.phase = Phase::Released;
-        Output::act(a.with(Actions::RELEASE))
-    }
-
-    /// Applies an event.
-    pub(crate) fn handle(&mut self, ev: Event) -> Output {
-        match self.phase {
-            Phase::Idle => self.idle(ev),
-            Phase::Connecting => self.connecting(ev),
-            Phase::Connected => self.connected(ev),
-            Phase::Released => match ev {
-                Event::ShutdownWr | Event::ShutdownRd => Output::err(SockError::NotConn),
-                Event::ConnectSent => Output::err(SockError::IsConn),
-                _ => Output::default(),
-            },
-        }
-    }
-
-    /// Events before any connect.
-    fn idle(&mut self, ev: Event) -> Output {
-        match ev {
-            Event::ConnectSent => {
-                self.phase = Phase::Connecting;
-                Output::default()
-            }
-            Event::ShutdownWr | Event::ShutdownRd => Output::err(SockError::NotConn),
-            Event::Close { .. } => {
-                self.user_closed = true;
-                self.phase = Phase::Released;
-                Output::default()
-            }
-            _ => Output::default(),
-        }
-    }
-
-    /// Events while a connect request is out.
-    fn connecting(&mut self, ev: Event) -> Output {
-        match ev {
-            Event::ConnectSent => Output::err(SockError::Already),
-            Event::ConnectAccepted => {
-                self.phase = Phase::Connected;
-                Output::act(Actions::CONNECTED.with(Actions::WAKE_WRITERS))
-            }
-            Event::ConnectRejected | Event::ConnectTimeout => {
-                self.release(Actions::FALLBACK.with(Actions::WAKE_WRITERS))
-            }
-            Event::Close { .. } => {
-                self.user_closed = true;
-                self.release(Actions::NONE)
-            }
-            Event::ShutdownWr => Output::err(SockError::NotConn),
-            Event::ShutdownRd => {
-                self.rd_shut = true;
-                Output::default()
-            }
-            _ => Output::default(),
-        }
-    }
-
-    /// Events while the queues are attached.
-    fn connected(&mut self, ev: Event) -> Output {
-        match ev {
-            Event::ConnectSent => Output::err(SockError::IsConn),
-            Event::ConnectAccepted | Event::ConnectRejected | Event::ConnectTimeout => {
-                Output::default()
-            }
-            Event::ShutdownWr => {
-                if self.aborted || self.user_closed {
-                    Output::err(SockError::NotConn)
-                } else if self.local_wr_done {
-                    Output::default()
-                } else {
-                    self.local_wr_done = true;
-                    Output::act(
-                        Actions::FLUSH
-                            .with(Actions::SET_DONE_WRITING)
-                            .with(Actions::NOTIFY_PEER)
-                            .with(Actions::WAKE_WRITERS),
-                    )
-                }
-            }
-            Event::ShutdownRd => {
-                if self.aborted || self.user_closed {
-                    Output::err(SockError::NotConn)
-                } else {
-                    self.rd_shut = true;
-                    Output::act(Actions::WAKE_READERS)
-                }
-            }
-            Event::Close { unread } => {
-                if self.user_closed {
-                    return Output::default();
-                }
-                self.user_closed = true;
-                if self.aborted {
-                    self.release(Actions::NONE)
-                } else if unread {
-                    self.aborted = true;
-                    self.release(Actions::SET_ABORT.with(Actions::NOTIFY_PEER))
-                } else {
-                    self.local_wr_done = true;
-                    let a = Actions::FLUSH
-                        .with(Actions::SET_CLOSED)
-                        .with(Actions::NOTIFY_PEER);
-                    if self.peer_closed {
-                        self.release(a)
-                    } else {
-                        Output::act(a)
-                    }
-                }
-            }
-            Event::PeerDoneWriting => {
-                if self.aborted || self.peer_wr_done {
-                    Output::default()
-                } else {
-                    self.peer_wr_done = true;
-                    Output::act(Actions::WAKE_READERS)
-                }
-            }
-            Event::PeerClosed => {
-                if self.aborted || self.peer_closed {
-                    return Output::default();
-                }
-                self.peer_closed = true;
-                self.peer_wr_done = true;
-                if self.user_closed {
-                    self.release(Actions::NONE)
-                } else {
-                    Output::act(Actions::WAKE_READERS.with(Actions::WAKE_WRITERS))
-                }
-            }
-            Event::PeerAbort => {
-                if self.aborted {
-                    return Output::default();
-                }
-                self.aborted = true;
-                if self.user_closed {
-                    self.release(Actions::NONE)
-                } else {
-                    self.pending_error = Some(SockError::ConnReset);
-                    Output::act(Actions::WAKE_READERS.with(Actions::WAKE_WRITERS))
-                }
-            }
-            Event::CloseTimeout => {
-                if !self.user_closed {
-                    return Output::default();
-                }
-                self.aborted = true;
-                self.release(Actions::SET_ABORT.with(Actions::NOTIFY_PEER))
-            }
-            Event::ProtocolViolation => {
-                if self.aborted {
-                    return Output::default();
-                }
-                self.aborted = true;
-                let a = Actions::SET_ABORT.with(Actions::NOTIFY_PEER);
-                if self.user_closed {
-                    self.release(a)
-                } else {
-                    self.pending_error = Some(SockError::ConnReset);
-                    Output::act(a.with(Actions::WAKE_READERS).with(Actions::WAKE_WRITERS))
-                }
-            }
-        }
-    }
-
-    /// Takes the pending error (`SO_ERROR`, or the first failing call).
-    pub(crate) fn take_error(&mut self) -> Option<SockError> {
-        self.pending_error.take()
-    }
-
-    /// Whether an error is pending.
-    pub(crate) const fn has_error(&self) -> bool {
-        self.pending_error.is_some()
-    }
-
-    /// What a `send` may do now.
-    pub(crate) fn send_check(&mut self) -> Result<SendMode, SockError> {
-        match self.phase {
-            Phase::Idle | Phase::Released => Err(SockError::Pipe),
-            Phase::Connecting => Err(SockError::Again),
-            Phase::Connected => {
-                if let Some(e) = self.pending_error.take() {
-                    return Err(e);
-                }
-                if self.aborted || self.local_wr_done || self.user_closed {
-                    return Err(SockError::Pipe);
-                }
-                if self.peer_closed {
-                    if self.discarded {
-                        return Err(SockError::Pipe);
-                    }
-                    self.discarded = true;
-                    return Ok(SendMode::Discard);
-                }
-                Ok(SendMode::Deliver)
-            }
-        }
-    }
-
-    /// What a `recv` reports now; `data_available` is whether the queue holds
-    /// unread bytes (data is returned before EOF or a reset is reported, as
-    /// on TCP).
-    pub(crate) fn recv_check(&mut self, data_available: bool) -> RecvStatus {
-        match self.phase {
-            Phase::Idle => RecvStatus::Error(SockError::NotConn),
-            Phase::Released => RecvStatus::Eof,
-            Phase::Connecting => RecvStatus::WouldBlock,
-            Phase::Connected => {
-                if data_available {
-                    return RecvStatus::Data;
-                }
-                if let Some(e) = self.pending_error.take() {
-                    return RecvStatus::Error(e);
-                }
-                if self.aborted || self.rd_shut || self.peer_wr_done {
-                    RecvStatus::Eof
-                } else {
-                    RecvStatus::WouldBlock
-                }
-            }
-        }
-    }
-
-    /// `poll` readiness given whether data is available and whether there is
-    /// space to write (the socket layer's write-space threshold).
-    pub(crate) const fn poll(&self, data_available: bool, space_available: bool) -> Readiness {
-        match self.phase {
-            // A fresh TCP socket polls as EPOLLOUT | EPOLLHUP.
-            Phase::Idle => Readiness {
-                readable: false,
-                writable: true,
-                rdhup: false,
-                hup: true,
-                error: false,
-            },
-            Phase::Connecting => Readiness {
-                readable: false,
-                writable: false,
-                rdhup: false,
-                hup: false,
-                error: false,
-            },
-            Phase::Released => Readiness {
-                readable: true,
-                writable: true,
-                rdhup: true,
-                hup: true,
-                error: self.pending_error.is_some(),
-            },
-            Phase::Connected => {
-                let rcv_shut = self.rd_shut || self.peer_wr_done || self.aborted;
-                let snd_shut = self.local_wr_done || self.aborted;
-                Readiness {
-                    readable: data_available || rcv_shut,
-                    writable: snd_shut || space_available,
-                    rdhup: rcv_shut,
-                    hup: rcv_shut && snd_shut,
-                    error: self.pending_error.is_some(),
-                }
-            }
-        }
+    if peer.writer_closed && peer.reader_closed {
+        Release::PeerDone
+    } else {
+        Release::WhenPeerCloses
     }
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The ivshmem PCI device (QEMU's inter-VM shared memory, vendor 0x1af4 device 0x1110),
-//! bound through [`crate::pci`].
+//! bound through [`crate::sys::pci`].
 //!
 //! BAR0 holds four registers (`IntrMask` 0, `IntrStatus` 4, `IVPosition` 8, `Doorbell`
 //! 12); BAR2 is the shared memory. Two device models exist:
@@ -20,7 +20,9 @@
 
 use super::Shared;
 use crate::fabric::memory::DeviceMem;
-use crate::pci::{self, BusMaster, DeviceId, Enabled, IoMem, IrqVectors, Regions, ThreadedIrq};
+use crate::sys::pci::{
+    self, BusMaster, DeviceId, Enabled, IoMem, IrqVectors, Regions, ThreadedIrq,
+};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
@@ -143,7 +145,7 @@ impl pci::Driver for IvshmemDriver {
         // MSI-X only: the doorbell model has it, the plain model does not (and INTx of
         // the old revision-0 device is not worth a handler: it falls back to polling).
         let vectors = dev
-            .alloc_irq_vectors(1, 1, crate::bindings::PCI_IRQ_MSIX)
+            .alloc_irq_vectors(1, 1, crate::sys::bindings::PCI_IRQ_MSIX)
             .ok();
         let master = vectors.as_ref().map(|_| dev.set_master());
         let ivposition = regs.read32(REG_IVPOSITION);

@@ -17,7 +17,7 @@
 //!   (`ivshmem-plain`) the poller kthread does it every jiffy (4 ms at HZ=250). Polling
 //!   costs a wake-up per jiffy that reads one mailbox slot and one line of group counters
 //!   per linked peer: about 250 wake-ups a second;
-//!   `selftests/ivshmem-suite` measures the kthread's CPU time (see
+//!   `selftests/ivshmem/ivshmem-suite` measures the kthread's CPU time (see
 //!   Documentation/af_sci.rst).
 //! - **Liveness**: the poller heartbeats every [`TICK_MS`] and watches every peer
 //!   ([`crate::proto::liveness`]); a peer whose heartbeat stands still for
@@ -41,22 +41,22 @@ mod device;
 mod heap;
 mod node;
 mod peer_test;
-pub(crate) mod selftest;
+pub(crate) mod region_selftest;
 
 use self::device::{DevSlot, IvshmemDev, IvshmemDriver, REG_DOORBELL};
 use self::heap::Heap;
 use super::memory::{Lease, SegMem, SegOwner};
 use super::{Fabric, FabricEvents, NodeId};
-use crate::bindings;
-use crate::kthread::{self, SharedMain, SharedThread};
-use crate::native::errno;
-use crate::own_sk::FabricParams;
-use crate::pci::{IoMem, IrqHandler, Registration};
 use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
 use crate::proto::frame::{Frame, FRAME_SIZE};
-use crate::proto::liveness::{LivenessParams, PeerAction, PeerTracker};
+use crate::proto::liveness::{LivenessParams, PeerAction, PeerTracker, PeerView};
 use crate::proto::mailbox::{MailboxError, MailboxRx, MailboxTx};
 use crate::proto::region::{DirEntry, LinkWord, NodeWord, Region, PAGE_SIZE};
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use crate::sys::kthread::{self, SharedMain, SharedThread};
+use crate::sys::params::FabricParams;
+use crate::sys::pci::{IoMem, IrqHandler, Registration};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
@@ -155,7 +155,7 @@ pub(crate) struct Shared {
     /// This device can send and take interrupts.
     interrupts: bool,
     liveness: LivenessParams,
-    events: &'static dyn FabricEvents,
+    events: Arc<dyn FabricEvents>,
     peers: KVec<Arc<Peer>>,
     heap: Arc<Heap>,
     /// Every segment this node exports, by channel (local mappings come from here).
@@ -209,7 +209,7 @@ impl Shared {
     }
 
     fn tick_peer(&self, peer: &Peer, now: u64) {
-        let view = self.region.view(self.me, peer.id);
+        let view = PeerView::read(&self.region, self.me, peer.id);
         if let Some(w) = view.word {
             let on = if w.doorbell { DOORBELL_ON } else { 0 };
             peer.doorbell
@@ -357,7 +357,7 @@ impl Shared {
 
 /// Why the link with a peer's generation `g` ended, as its last view shows (for the
 /// log); `timed_out`: its heartbeat stood still for the timeout.
-fn down_cause(view: &crate::proto::liveness::PeerView, g: u32, timed_out: bool) -> &'static str {
+fn down_cause(view: &PeerView, g: u32, timed_out: bool) -> &'static str {
     use crate::proto::region::NodeState;
     match view.word {
         None => "its node word is unreadable",
@@ -425,7 +425,7 @@ impl Ivshmem {
     /// Registers the PCI driver and joins the region of the first ivshmem device, as
     /// node `node_id` (or the device's `IVPosition`). `ENODEV` if there is no device.
     pub(crate) fn open(
-        events: &'static dyn FabricEvents,
+        events: Arc<dyn FabricEvents>,
         params: &FabricParams,
         channels: usize,
     ) -> Result<Arc<Self>> {
@@ -525,7 +525,7 @@ impl Ivshmem {
         me: NodeId,
         word: NodeWord,
         liveness: LivenessParams,
-        events: &'static dyn FabricEvents,
+        events: Arc<dyn FabricEvents>,
         channels: usize,
         interrupts: bool,
     ) -> Result<Arc<Shared>> {

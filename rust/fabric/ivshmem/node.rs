@@ -22,14 +22,14 @@
 //! and links with its peers.
 
 use super::now_ms;
-use crate::bindings;
 use crate::fabric::memory::SegMem;
-use crate::native::errno;
-use crate::proto::liveness::{holds_old_link, LivenessParams, PeerTracker};
+use crate::proto::liveness::{holds_old_link, LivenessParams, PeerTracker, PeerView};
 use crate::proto::region::{
     default_params, format, next_node_generation, read_header, ClaimOutcome, Claimant, HeaderState,
     LinkWord, NodeId, NodeState, NodeWord, Region,
 };
+use crate::sys::bindings;
+use crate::sys::errno::errno;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -118,7 +118,7 @@ fn layout(whole: &Arc<SegMem>, me: NodeId, nodes: u32) -> Result<Region<Arc<SegM
             pr_err!("ivshmem: the shared region never became ready\n");
             return Err(errno(bindings::ETIMEDOUT));
         }
-        crate::kthread::sleep_ms(wait_ms);
+        crate::sys::kthread::sleep_ms(wait_ms);
     }
 }
 
@@ -151,7 +151,7 @@ pub(super) fn join(
                 pr_err!("ivshmem: node id {} is in use by a live node\n", me);
                 return Err(errno(bindings::EADDRINUSE));
             }
-            crate::kthread::sleep_ms(WAIT_STEP_MS);
+            crate::sys::kthread::sleep_ms(WAIT_STEP_MS);
         }
     }
     let generation = next_node_generation(old.map_or(0, |w| w.generation));
@@ -175,7 +175,7 @@ pub(super) fn join(
             if peer == me {
                 continue;
             }
-            let view = region.view(me, peer);
+            let view = PeerView::read(&region, me, peer);
             let l = t.watch(now, &view, live);
             if holds_old_link(&view, generation, l) {
                 blocking = Some(peer);
@@ -191,7 +191,7 @@ pub(super) fn join(
                 );
                 break;
             }
-            Some(_) => crate::kthread::sleep_ms(WAIT_STEP_MS),
+            Some(_) => crate::sys::kthread::sleep_ms(WAIT_STEP_MS),
         }
     }
     region.set_node_word(

@@ -13,17 +13,17 @@
 //! peer closes, so that a test can kill this guest under an open connection and check
 //! that the peer's socket is reset.
 
-use super::selftest::{within_ms, SEEN};
+use super::region_selftest::{within_ms, SEEN};
 use super::Ivshmem;
 use crate::fabric::memory::{with_kvec_iter, SegMem};
-use crate::fabric::selftest::check;
+use crate::fabric::queue_selftest::check;
 use crate::fabric::{Fabric, NodeId};
-use crate::kthread::sleep_ms;
-use crate::own_sk::CONNECT_TIMEOUT_MS;
 use crate::proto::frame::{ConnId, Frame, FrameKind, QueueOffer, WireIp};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::ring::{RingGeometry, CREDIT_AREA_SIZE};
 use crate::proto::segment::Segment;
+use crate::sys::kthread::sleep_ms;
+use crate::sys::params::CONNECT_TIMEOUT_MS;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 

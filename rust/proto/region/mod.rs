@@ -235,15 +235,6 @@ impl<S: Segment> Region<S> {
         }
     }
 
-    /// What `me` sees of `peer` in one look (for [`super::liveness::PeerTracker`]).
-    pub(crate) fn view(&self, me: NodeId, peer: NodeId) -> super::liveness::PeerView {
-        super::liveness::PeerView {
-            word: self.node_word(peer),
-            heartbeat: self.heartbeat(peer),
-            link_to_me: self.link(peer, me),
-        }
-    }
-
     /// Initializes `me`'s area and links when it joins (before it says "up"): zeroed
     /// doorbell blocks, empty mailboxes from every node (acks at the first sequence
     /// number), an empty directory, no links.

@@ -51,7 +51,7 @@ fn termination_removes_socket_memory_and_pidfile() {
 }
 
 /// Clients wait for the socket file and connect at once (QEMU started by
-/// selftests/vm-pair, this harness): the file must not exist before the
+/// selftests/harness/vm-pair, this harness): the file must not exist before the
 /// server listens, or the connection is refused.  strace holds the server's
 /// listen() for 2 s, so that a file created before it (at bind(), which
 /// precedes listen()) refuses the connection below every time, rather than

@@ -16,7 +16,7 @@ use crate::proto::queue;
 use crate::proto::ring::{
     RingGeometry, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, RX_PROD_CURSOR, RX_PROD_FLAGS,
 };
-use crate::proto::state::{Connection, Event};
+use crate::proto::state::{self, Local, Peer};
 
 /// Where the hostile peer writes.
 #[derive(Clone, Debug)]
@@ -224,17 +224,17 @@ proptest! {
                     prop_assert!(!w.done_writing || w2.done_writing);
                     prop_assert!(!w.abort || w2.abort);
                     prop_assert!(!r.closed || q.producer.peer().closed);
-                    // Feeding the observations to a state machine never panics.
-                    let mut c = Connection::accepted();
-                    for (seen, ev) in [
-                        (w.done_writing, Event::PeerDoneWriting),
-                        (w.closed || r.closed, Event::PeerClosed),
-                        (w.abort, Event::PeerAbort),
-                    ] {
-                        if seen {
-                            let _ = c.handle(ev);
-                        }
-                    }
+                    // The connection's decisions take whatever the peer said.
+                    let peer = Peer {
+                        done_writing: w.done_writing,
+                        reader_closed: r.closed,
+                        abort: w.abort,
+                    };
+                    let mut local = Local::default();
+                    let _ = state::tcp_state(local, peer);
+                    let _ = state::readiness(local, peer, true, false, false);
+                    let _ = state::send_end(&mut local, peer, 0);
+                    let _ = state::recv_end(local, peer, 0, 1, false);
                 }
                 Step::Eof => {
                     let r = bounded(&rs, &ts, || q.consumer.at_eof());

@@ -153,7 +153,7 @@ impl Sim {
                     if p == i {
                         continue;
                     }
-                    let v = r.view(n.id, p as NodeId);
+                    let v = PeerView::read(r, n.id, p as NodeId);
                     let live = n.trackers[p].watch(now, &v, P);
                     blocked |= holds_old_link(&v, n.generation, live);
                 }
@@ -170,7 +170,7 @@ impl Sim {
                     if p == i {
                         continue;
                     }
-                    let v = r.view(n.id, p as NodeId);
+                    let v = PeerView::read(r, n.id, p as NodeId);
                     let action = n.trackers[p].observe(now, &v, n.generation, P);
                     if n.trackers[p].reachable() {
                         // As of this look: linked both ways with the current generations.

@@ -7,8 +7,9 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod conn_state;
 mod frame_mailbox;
-mod gather_state;
+mod gather;
 mod hostile;
 mod liveness;
 mod pages;

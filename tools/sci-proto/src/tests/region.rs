@@ -13,6 +13,7 @@ use proptest::prelude::*;
 
 use super::{claim_alone, TestSegment, XorShift};
 use crate::proto::frame::{ConnId, Frame, QueueOffer, WireIp};
+use crate::proto::liveness::PeerView;
 use crate::proto::mailbox::MailboxError;
 use crate::proto::region::{
     self, default_params, format, read_header, ClaimOutcome, Claimant, DirEntry, FormatState,
@@ -160,7 +161,7 @@ proptest! {
             let _ = r.node_word(node);
             let _ = r.heartbeat(node);
             for peer in 0..n + 2 {
-                let _ = r.view(node, peer);
+                let _ = PeerView::read(&r, node, peer);
             }
             for c in (0..layout.channels() as u32 + 70).step_by(7) {
                 if let Some((span, _)) = r.lookup(node, c) {

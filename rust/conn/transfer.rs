@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Moving bytes on an established connection: `send` copies from the caller's message
+//! straight into the peer's ring, `recv` from the own ring into the reader's message
+//! (one copy each way); a blocking call that must wait spins for `spin_us`, then posts a
+//! wait request and sleeps until the doorbell wakes it.
+
+use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner};
+use crate::fabric::memory::msg_iter;
+use crate::fabric::Fabric;
+use crate::proto::state::{self, Peer, RecvEnd, SendEnd};
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use crate::sys::net::Msg;
+use crate::sys::task::send_sigpipe;
+use core::ffi::c_int;
+use kernel::prelude::*;
+
+impl Conn {
+    /// `sendmsg`: copies from the message straight into the peer's ring; gathering (`how`)
+    /// decides when the bytes are published. A blocking send that finds the ring full
+    /// polls for `spin_us` microseconds before it sleeps.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn send(
+        &self,
+        fabric: &dyn Fabric,
+        own: &impl Caller,
+        msg: Msg,
+        len: usize,
+        flags: c_int,
+        how: Gathering,
+        (nonblock, spin_us): (bool, u32),
+    ) -> Result<c_int> {
+        let iter = msg_iter(msg);
+        let nosignal = flags & bindings::MSG_NOSIGNAL as c_int != 0;
+        let mut sent = 0usize;
+        let mut timeo = own.sndtimeo(nonblock);
+        loop {
+            let mut g = self.inner.lock();
+            let peer_id = g.peer_id;
+            let Inner {
+                tx,
+                rx,
+                peer_seg,
+                local,
+                held,
+                ..
+            } = &mut *g;
+            let (Some(tx), Some(peer_seg)) = (tx.as_mut(), peer_seg.as_ref()) else {
+                return Err(errno(bindings::ENOTCONN));
+            };
+            let peer = Peer {
+                reader_closed: tx.peer().closed,
+                abort: rx.as_mut().is_some_and(|rx| rx.peer().abort),
+                ..Peer::default()
+            };
+            match state::send_end(local, peer, sent) {
+                SendEnd::Open => {}
+                SendEnd::Sent(n) => return Ok(n as c_int),
+                // As TCP: the first write after the peer closed still "succeeds" (TCP
+                // answers it with a reset); the next one fails.
+                SendEnd::Accepted => return Ok(len as c_int),
+                end => {
+                    if end == SendEnd::PendingError {
+                        if local.note_reset(peer) {
+                            own.set_error(bindings::ECONNRESET as c_int);
+                        }
+                        let err = own.take_error();
+                        if err != 0 {
+                            return Err(errno(err as u32));
+                        }
+                    }
+                    drop(g);
+                    if !nosignal {
+                        send_sigpipe();
+                    }
+                    return Err(errno(bindings::EPIPE));
+                }
+            }
+            if len == 0 {
+                return Ok(0);
+            }
+            // A wait request posted for a Nagle hold stays: its doorbell sends the bytes.
+            if !held.holding() {
+                tx.finish_wait();
+            }
+            tx.refresh().map_err(proto_err)?;
+            let spans = tx.writable().map_err(proto_err)?.truncate(len - sent);
+            let n = spans.total();
+            if n > 0 {
+                let mut copied = 0;
+                for span in spans.iter() {
+                    let got = peer_seg.copy_from_iter(span, iter);
+                    copied += got;
+                    if got < span.len {
+                        break;
+                    }
+                }
+                tx.stage(copied).map_err(proto_err)?;
+                // A fault publishes what was written before it; a full ring always does.
+                let ring = nagle::decide(&self.slots, tx, held, self.id.slot, how, copied < n)
+                    .map_err(proto_err)?;
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                sent += copied;
+                if copied < n {
+                    // A fault in the user's buffer: report what was sent, or EFAULT.
+                    return partial(sent, EFAULT);
+                }
+                if sent == len {
+                    return Ok(sent as c_int);
+                }
+                continue;
+            }
+            // Never wait (or report EAGAIN) with bytes held back.
+            let flushed = nagle::flush(&self.slots, tx, held, self.id.slot).map_err(proto_err)?;
+            if nonblock || timeo == 0 {
+                // Full and not waiting: ask to hear when space frees up (epoll).
+                let size = tx.params().geometry.size();
+                let ring = tx
+                    .prepare_wait(size / 2)
+                    .map(|d| d.notify_peer)
+                    .unwrap_or(false)
+                    || flushed;
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                return partial(sent, EAGAIN);
+            }
+            drop(g);
+            if flushed {
+                self.notify_peer(fabric, peer_id);
+            }
+            if own.spin(spin_us, || self.send_ready()) {
+                continue;
+            }
+            let r = own.wait(&mut timeo, || {
+                let mut g = self.inner.lock();
+                let peer_id = g.peer_id;
+                let aborted = g.rx.as_mut().is_some_and(|rx| rx.peer().abort);
+                let Some(tx) = g.tx.as_mut() else {
+                    return Ok(true);
+                };
+                let d = tx.prepare_wait(1).map_err(proto_err)?;
+                drop(g);
+                if d.notify_peer {
+                    self.notify_peer(fabric, peer_id);
+                }
+                Ok(!d.sleep || aborted)
+            });
+            if let Err(e) = r {
+                return partial(sent, e);
+            }
+        }
+    }
+
+    /// Whether a blocking send would make progress now: ring space, or the connection
+    /// ended. Posts no wait request (the spinning phase of a wait).
+    fn send_ready(&self) -> bool {
+        let mut g = self.inner.lock();
+        let Inner { tx, rx, local, .. } = &mut *g;
+        let Some(tx) = tx.as_mut() else {
+            return true;
+        };
+        local.snd_shut
+            || tx.refresh().map_or(true, |free| free > 0)
+            || tx.peer().closed
+            || rx.as_mut().is_some_and(|rx| rx.peer().abort)
+    }
+
+    /// Whether a blocking receive would make progress now: data, end of stream or reset.
+    fn recv_ready(&self) -> bool {
+        let mut g = self.inner.lock();
+        let shut = g.local.rcv_shut;
+        let Some(rx) = g.rx.as_mut() else {
+            return true;
+        };
+        if shut || rx.refresh().map_or(true, |avail| avail > 0) {
+            return true;
+        }
+        let peer = rx.peer();
+        peer.done_writing || peer.abort
+    }
+
+    /// `recvmsg`: copies out of this end's ring into the message. A blocking receive that
+    /// finds the ring empty polls for `spin_us` microseconds before it sleeps.
+    pub(crate) fn recv(
+        &self,
+        fabric: &dyn Fabric,
+        own: &impl Caller,
+        msg: Msg,
+        len: usize,
+        flags: c_int,
+        (nonblock, spin_us): (bool, u32),
+    ) -> Result<c_int> {
+        let flags = flags as u32;
+        if flags & bindings::MSG_OOB != 0 {
+            return Err(EINVAL);
+        }
+        let peek = flags & bindings::MSG_PEEK != 0;
+        let waitall = flags & bindings::MSG_WAITALL != 0 && !peek;
+        let iter = msg_iter(msg);
+        let mut copied = 0usize;
+        let mut timeo = own.rcvtimeo(nonblock);
+        loop {
+            let mut g = self.inner.lock();
+            let peer_id = g.peer_id;
+            // After SHUT_RD, queued data is still delivered, but nothing waits (as TCP).
+            let Inner { rx, local, .. } = &mut *g;
+            let Some(rx) = rx.as_mut() else {
+                return Err(errno(bindings::ENOTCONN));
+            };
+            rx.finish_wait();
+            rx.refresh().map_err(proto_err)?;
+            let spans = rx.readable().map_err(proto_err)?.truncate(len - copied);
+            let n = spans.total();
+            if n > 0 {
+                let mut got = 0;
+                for span in spans.iter() {
+                    let c = self.seg.copy_to_iter(span, iter);
+                    got += c;
+                    if c < span.len {
+                        break;
+                    }
+                }
+                let mut ring = false;
+                if !peek {
+                    ring = rx.consume_and_update(got).map_err(proto_err)?;
+                    if rx.available() == 0 {
+                        // Drained: announce the space at once (the writer's SIOCOUTQ
+                        // reads 0, as after TCP's prompt ACK) and ask to hear of the
+                        // next byte, so an edge-triggered epoll sees every arrival.
+                        ring |= rx.publish().map_err(proto_err)?;
+                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
+                    } else if own.watched() {
+                        // Bytes left behind, and an epoll (or poll, or O_ASYNC) watches:
+                        // its next arrival must wake it as TCP's next segment would,
+                        // even if the reader does not read to EAGAIN. A wait request
+                        // asks the writer for that one doorbell.
+                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
+                    }
+                }
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                copied += got;
+                if got < n {
+                    return partial(copied, EFAULT);
+                }
+                if copied == len || peek || !waitall {
+                    return Ok(copied as c_int);
+                }
+                continue;
+            }
+            let w = rx.peer();
+            let peer = Peer {
+                done_writing: w.done_writing,
+                abort: w.abort,
+                ..Peer::default()
+            };
+            if local.note_reset(peer) {
+                own.set_error(bindings::ECONNRESET as c_int);
+            }
+            match state::recv_end(*local, peer, copied, len, waitall) {
+                RecvEnd::Wait => {}
+                RecvEnd::Return(n) => return Ok(n as c_int),
+                RecvEnd::PendingError => {
+                    let err = own.take_error();
+                    return if err != 0 {
+                        Err(errno(err as u32))
+                    } else {
+                        Ok(0)
+                    };
+                }
+            }
+            if timeo == 0 {
+                // Empty and not waiting: ask to hear of the next byte (epoll).
+                let ring = rx.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+                drop(g);
+                if ring {
+                    self.notify_peer(fabric, peer_id);
+                }
+                return partial(copied, EAGAIN);
+            }
+            drop(g);
+            if own.spin(spin_us, || self.recv_ready()) {
+                continue;
+            }
+            let r = own.wait(&mut timeo, || {
+                let mut g = self.inner.lock();
+                let peer_id = g.peer_id;
+                if g.local.rcv_shut {
+                    return Ok(true);
+                }
+                let Some(rx) = g.rx.as_mut() else {
+                    return Ok(true);
+                };
+                let d = rx.prepare_wait().map_err(proto_err)?;
+                let peer = rx.peer();
+                drop(g);
+                if d.notify_peer {
+                    self.notify_peer(fabric, peer_id);
+                }
+                Ok(!d.sleep || peer.done_writing || peer.abort)
+            });
+            if let Err(e) = r {
+                return partial(copied, e);
+            }
+        }
+    }
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The SCI handshake, as `net/smc/smc_clc.c` holds SMC's: a connect request (served by
+//! the listener kthread of the listener's node), its accept or reject, and the close of
+//! an end whose connector gave up. Every frame comes through the control mailbox, never
+//! through the TCP byte stream; every answer is checked against the memory it names
+//! before a connection is built on it.
+
+use super::Plane;
+use crate::conn::addr::{self, Addr};
+use crate::conn::{once_a_second, Conn, Phase};
+use crate::fabric::NodeId;
+use crate::proto::frame::{
+    CloseReason, ConnId, Frame, FrameKind, Reason, RejectReason, FRAME_SIZE,
+};
+use crate::proto::queue;
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use core::sync::atomic::AtomicI64;
+use kernel::prelude::*;
+
+impl Plane<'_> {
+    /// Serves one inbound control frame (listener kthread).
+    pub(super) fn handle(&self, from: NodeId, bytes: &[u8; FRAME_SIZE]) {
+        let Ok(frame) = Frame::decode_bytes(bytes) else {
+            return;
+        };
+        match frame.kind {
+            FrameKind::Accept => {
+                match self.table.conn_by_id(frame.dst) {
+                    Some(conn) if conn.phase() == Phase::Connecting => {
+                        if let Err(why) = self.take_accept(from, &frame, &conn) {
+                            accept_refused(why);
+                            conn.refuse();
+                            self.abandon_peer_end(from, &frame);
+                        }
+                        self.table.connector.kick();
+                    }
+                    // The connect gave up first (timeout, signal, close) or moved on: the
+                    // listener's end, maybe queued for accept() already, must not wait
+                    // for a peer that will never come.
+                    _ => self.abandon_peer_end(from, &frame),
+                }
+            }
+            FrameKind::Reject => {
+                if let Some(conn) = self.table.conn_by_id(frame.dst) {
+                    conn.rejected(frame.reason == Reason::Reject(RejectReason::NoResources));
+                    self.table.connector.kick();
+                }
+            }
+            FrameKind::Close => {
+                // Only the peer end itself, on its node, may close a connection this way.
+                // A closing slot waiting for that end to close is freed at the next sweep.
+                if let Some(conn) = self.table.conn_or_closing_by_id(frame.dst) {
+                    if conn.peer_node == from && conn.peer_id() == frame.src {
+                        if conn.peer_lost() {
+                            self.table.connector.kick();
+                        }
+                    }
+                }
+            }
+            FrameKind::ConnectRequest => self.serve_request(from, &frame),
+        }
+    }
+    /// Builds an SCI connection end from the listener's answer, once every part of it
+    /// checks out: its segment maps, its offer fits it, and its receive area is the one
+    /// set up for this connection (generation and start), not a stale one.
+    fn take_accept(
+        &self,
+        from: NodeId,
+        frame: &Frame,
+        conn: &Conn,
+    ) -> core::result::Result<(), AcceptRefused> {
+        let seg = self
+            .fabric()
+            .map_segment(from, frame.src.slot)
+            .map_err(AcceptRefused::NoSegment)?;
+        let len = crate::proto::segment::Segment::len(&seg);
+        let offer = frame.offer.validate(len).ok_or(AcceptRefused::BadOffer)?;
+        // The listener's receive area uses our generation.
+        let params = offer.params(frame.dst.generation);
+        if !queue::rx_area_matches(&seg, offer.rx_area, params) {
+            return Err(AcceptRefused::StaleArea);
+        }
+        conn.establish(frame.src, offer, seg)
+            .map_err(AcceptRefused::Establish)
+    }
+    /// Tells the listener's node that its end `frame.src` has no connector any more, so
+    /// it is reset (`ECONNRESET` after `accept()`, as a TCP client's RST would do).
+    fn abandon_peer_end(&self, from: NodeId, frame: &Frame) {
+        let close = Frame::close(frame.dst, frame.src, CloseReason::Abandoned);
+        let _ = self.fabric.send_control(from, &close.encode_bytes());
+    }
+    fn reject(&self, from: NodeId, request: &Frame, reason: RejectReason) {
+        let src = ConnId {
+            slot: 0,
+            generation: 0,
+        };
+        let _ = self
+            .fabric()
+            .send_control(from, &Frame::reject(request, src, reason).encode_bytes());
+    }
+    fn serve_request(&self, from: NodeId, request: &Frame) {
+        let (Some(src_ip), Some(dst_ip)) = (
+            addr::from_wire(request.src_ip),
+            addr::from_wire(request.dst_ip),
+        ) else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        // Namespace cookies are this kernel's: another node can only name our initial
+        // namespace (0); a cookie from it would match a namespace by accident.
+        if from != self.fabric.local_node() && request.namespace != 0 {
+            return self.reject(from, request, RejectReason::NoListener);
+        }
+        let Some(queue) = self
+            .table
+            .listener(dst_ip, request.dst_port, request.namespace)
+        else {
+            return self.reject(from, request, RejectReason::NoListener);
+        };
+        let Ok(client_seg) = self.fabric.map_segment(from, request.src.slot) else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        // The segment exported under the requester's slot must be the one this request
+        // offered (not a newer connection's, if the request is late).
+        let Some(offer) = request
+            .offer
+            .validate(crate::proto::segment::Segment::len(&client_seg))
+            .filter(|o| {
+                queue::rx_area_matches(&client_seg, o.rx_area, o.params(request.src.generation))
+            })
+        else {
+            return self.reject(from, request, RejectReason::BadOffer);
+        };
+        let local = Addr::inet(dst_ip, request.dst_port, queue.addr.v6);
+        let peer = Addr::inet(src_ip, request.src_port, queue.addr.v6);
+        let conn = match self.new_conn(from, Some(request.src.generation), offer.start, local, peer)
+        {
+            Ok(conn) => conn,
+            Err(_) => return self.reject(from, request, RejectReason::NoResources),
+        };
+        if conn.establish(request.src, offer, client_seg).is_err() {
+            conn.set_never_shared();
+            self.free_conn(&conn);
+            return self.reject(from, request, RejectReason::BadOffer);
+        }
+        let accept = Frame::accept(request, conn.id, conn.offer()).encode_bytes();
+        if let Err(conn) = queue.push(conn) {
+            conn.set_never_shared();
+            self.free_conn(&conn);
+            return self.reject(from, request, RejectReason::BacklogFull);
+        }
+        let _ = self.fabric.send_control(from, &accept);
+    }
+}
+
+/// Why a listener's answer could not be taken (the connect then falls back to TCP).
+enum AcceptRefused {
+    /// The listener's segment is not (or no longer) exported.
+    NoSegment(Error),
+    /// Its offer does not fit its segment.
+    BadOffer,
+    /// Its receive area is not set up for this connection.
+    StaleArea,
+    /// The queues could not be built on it.
+    Establish(Error),
+}
+
+/// Logs (at most once a second) an answer that was refused: it means a peer whose
+/// memory does not say what its frames say.
+fn accept_refused(why: AcceptRefused) {
+    static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+    // A connect that gave up as the answer came is no peer's fault.
+    let gave_up =
+        matches!(&why, AcceptRefused::Establish(e) if *e == errno(bindings::ECONNABORTED));
+    if gave_up || !once_a_second(&LAST_LOG_MS) {
+        return;
+    }
+    let (what, errno) = match why {
+        AcceptRefused::NoSegment(e) => ("its segment does not map", e.to_errno()),
+        AcceptRefused::BadOffer => ("its offer does not fit its segment", 0),
+        AcceptRefused::StaleArea => ("its receive area is not this connection's", 0),
+        AcceptRefused::Establish(e) => ("its queues cannot be built", e.to_errno()),
+    };
+    pr_warn!(
+        "SCI connect: the listener's answer does not check out: {} ({}); falling back to TCP\n",
+        what,
+        errno
+    );
+}

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The connection table of this node and what the fabric's events and the control
+//! plane's kthreads share with it: the slots (whose index is a connection's doorbell
+//! channel), the listeners SCI requests can reach, the inbox of control frames, the
+//! pending non-blocking connects and the record of held bytes.
+//!
+//! The fabric delivers its events here ([`FabricEvents`]: a frame arrived, a doorbell
+//! rang, a node went down). The table holds no reference to the fabric, so the fabric
+//! can hold one to the table without a cycle; what needs both is
+//! [`Plane`](super::Plane).
+
+use super::connector::Connector;
+use super::listen_queue::ListenQueue;
+use crate::config::rules::Ip;
+use crate::conn::{Conn, HeldSlots, MAX_CONNS};
+use crate::fabric::{FabricEvents, NodeId};
+use crate::proto::frame::{ConnId, FRAME_SIZE};
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, CondVar, SpinLock};
+
+/// Listening sockets reachable over SCI at once.
+const MAX_LISTENERS: usize = 256;
+/// Inbound control frames waiting for the listener kthread.
+const INBOX_FRAMES: usize = 256;
+
+/// A small ring of inbound frames.
+struct Inbox {
+    frames: KVec<(NodeId, [u8; FRAME_SIZE])>,
+    head: usize,
+    len: usize,
+}
+/// A slot of the connection table (its index is the connection's doorbell channel and
+/// the channel its segment is exported under).
+pub(super) enum Slot {
+    /// Free for a new connection.
+    Free,
+    /// Taken by a connection being created (its segment may already be exported).
+    Reserved,
+    /// Held by a connection.
+    Used(Arc<Conn>),
+    /// Left by a closed connection to another node whose segment the peer end may still
+    /// store into: it stays exported, its memory allocated, until the peer end closes
+    /// too, or (`until_ms`, `ktime_get` milliseconds) until a grace period ends (see
+    /// [`Plane::free_conn`](super::Plane::free_conn)).
+    Closing {
+        conn: Arc<Conn>,
+        until_ms: Option<i64>,
+    },
+}
+/// How long a closed connection whose peer end's state is not known keeps its segment
+/// exported (ms), before its pages wait out the fabric's quarantine: the peer node may
+/// take our answer to its connect on its own time, and the program may have accepted
+/// and closed this end before that.
+pub(super) const GRACE_MS: i64 = 1000;
+/// How often the listener kthread sweeps the table (ms): overdue doorbells, and closing
+/// slots whose peer finished (also looked at as soon as a closing slot's doorbell rings).
+pub(super) const SWEEP_MS: i64 = 100;
+
+/// The table (see the module doc).
+#[pin_data]
+pub(crate) struct Table {
+    #[pin]
+    pub(super) conns: SpinLock<KVec<(u32, Slot)>>,
+    #[pin]
+    listeners: SpinLock<KVec<Option<Arc<ListenQueue>>>>,
+    #[pin]
+    inbox: SpinLock<Inbox>,
+    #[pin]
+    inbox_ready: CondVar,
+    /// Non-blocking connects in progress, finished by the connector kthread.
+    #[pin]
+    pub(super) connector: Connector,
+    /// Which connections hold bytes back (each connection has a reference).
+    pub(super) held: Arc<HeldSlots>,
+    /// Slots in [`Slot::Used`] (the listener kthread sweeps them only when there are).
+    pub(super) used: AtomicUsize,
+    /// Slots in [`Slot::Closing`] (likewise).
+    pub(super) closing: AtomicUsize,
+    /// A closing slot's doorbell rang: look at the closing slots now.
+    pub(super) reclaim_now: AtomicBool,
+    /// When the listener kthread last swept the table (`ktime_get` ms).
+    pub(super) last_sweep_ms: AtomicI64,
+}
+
+/// What the fabric delivers.
+impl FabricEvents for Table {
+    fn control(&self, from: NodeId, frame: [u8; FRAME_SIZE]) {
+        self.enqueue(from, frame);
+    }
+
+    fn doorbell(&self, channel: u32) {
+        Table::doorbell(self, channel);
+    }
+
+    fn node_down(&self, node: NodeId) {
+        Table::node_down(self, node);
+    }
+}
+
+impl Table {
+    /// An empty table.
+    pub(super) fn new() -> Result<impl PinInit<Self, Error>> {
+        let mut conns = KVec::with_capacity(MAX_CONNS, GFP_KERNEL)?;
+        for _ in 0..MAX_CONNS {
+            conns.push((1u32, Slot::Free), GFP_KERNEL)?;
+        }
+        let mut listeners = KVec::with_capacity(MAX_LISTENERS, GFP_KERNEL)?;
+        for _ in 0..MAX_LISTENERS {
+            listeners.push(None, GFP_KERNEL)?;
+        }
+        let mut frames = KVec::with_capacity(INBOX_FRAMES, GFP_KERNEL)?;
+        for _ in 0..INBOX_FRAMES {
+            frames.push((0, [0u8; FRAME_SIZE]), GFP_KERNEL)?;
+        }
+        let held = Arc::new(HeldSlots::new(), GFP_KERNEL)?;
+        Ok(try_pin_init!(Self {
+            conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
+            listeners <- kernel::new_spinlock!(listeners, "control::Table::listeners"),
+            inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "control::Table::inbox"),
+            inbox_ready <- kernel::new_condvar!("control::Table::inbox_ready"),
+            connector <- Connector::new(),
+            held,
+            used: AtomicUsize::new(0),
+            closing: AtomicUsize::new(0),
+            reclaim_now: AtomicBool::new(false),
+            last_sweep_ms: AtomicI64::new(0),
+        }? Error))
+    }
+
+    pub(super) fn enqueue(&self, from: NodeId, frame: [u8; FRAME_SIZE]) {
+        let mut g = self.inbox.lock();
+        if g.len == INBOX_FRAMES {
+            // A full inbox drops the frame: the connector times out and falls back.
+            return;
+        }
+        let tail = (g.head + g.len) % INBOX_FRAMES;
+        g.frames.as_mut_slice()[tail] = (from, frame);
+        g.len += 1;
+        drop(g);
+        self.inbox_ready.notify_one();
+    }
+    pub(super) fn dequeue(&self) -> Option<(NodeId, [u8; FRAME_SIZE])> {
+        let mut g = self.inbox.lock();
+        if g.len == 0 {
+            return None;
+        }
+        let item = g.frames.as_slice()[g.head];
+        g.head = (g.head + 1) % INBOX_FRAMES;
+        g.len -= 1;
+        Some(item)
+    }
+    pub(super) fn wait_for_frames(&self) {
+        let mut g = self.inbox.lock();
+        if g.len == 0 && !self.reclaim_now.load(Ordering::Acquire) {
+            let _ = self.inbox_ready.wait_interruptible_timeout(
+                &mut g,
+                kernel::time::msecs_to_jiffies(SWEEP_MS as u32),
+            );
+        }
+    }
+    /// A doorbell for `channel` (maybe in atomic context: only wakes). A connection's
+    /// wakes its socket; a closing slot's (its peer end closed, or moved) has the
+    /// listener kthread look at the closing slots.
+    pub(super) fn doorbell(&self, channel: u32) {
+        /// What the rung channel's slot holds.
+        enum Rung {
+            Conn(Arc<Conn>),
+            Closing,
+            Nothing,
+        }
+        let rung = {
+            let g = self.conns.lock();
+            match g.as_slice().get(channel as usize) {
+                Some((_, Slot::Used(c))) => Rung::Conn(c.clone()),
+                Some((_, Slot::Closing { .. })) => Rung::Closing,
+                _ => Rung::Nothing,
+            }
+        };
+        match rung {
+            Rung::Conn(conn) => {
+                if conn.doorbell() {
+                    self.connector.kick();
+                }
+            }
+            Rung::Closing => {
+                self.reclaim_now.store(true, Ordering::Release);
+                // Taking the inbox lock orders this against the kthread's check.
+                drop(self.inbox.lock());
+                self.inbox_ready.notify_one();
+            }
+            Rung::Nothing => {}
+        }
+    }
+    /// The connection in `slot` (a doorbell channel).
+    pub(crate) fn conn(&self, slot: u32) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        match g.as_slice().get(slot as usize) {
+            Some((_, Slot::Used(c))) => Some(c.clone()),
+            _ => None,
+        }
+    }
+    /// The connection `id`, if its slot still holds that generation.
+    pub(super) fn conn_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        match g.as_slice().get(id.slot as usize) {
+            Some((generation, Slot::Used(c))) if *generation == id.generation => Some(c.clone()),
+            _ => None,
+        }
+    }
+    /// The connection `id`, open or closing, if its slot still holds that generation.
+    pub(super) fn conn_or_closing_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
+        let g = self.conns.lock();
+        match g.as_slice().get(id.slot as usize) {
+            Some((generation, Slot::Used(c) | Slot::Closing { conn: c, .. }))
+                if *generation == id.generation =>
+            {
+                Some(c.clone())
+            }
+            _ => None,
+        }
+    }
+    /// The fabric reported `node` down: every connection to it is reset (its peer is
+    /// treated as having aborted; a connect still waiting for the node's answer falls
+    /// back to TCP), and closing slots waiting for it are freed at the next sweep.
+    pub(super) fn node_down(&self, node: NodeId) {
+        // Room for every slot up front: nothing is allocated under the spinlock.
+        let mut lost = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
+        {
+            let g = self.conns.lock();
+            for conn in g.iter().filter_map(|(_, s)| match s {
+                Slot::Used(c) | Slot::Closing { conn: c, .. } => Some(c),
+                _ => None,
+            }) {
+                if conn.peer_node == node && lost.push(conn.clone(), GFP_ATOMIC).is_err() {
+                    break;
+                }
+            }
+        }
+        // Outside the table's lock: resetting takes each connection's mutex.
+        for conn in lost.iter() {
+            if conn.peer_lost() {
+                self.connector.kick();
+            }
+        }
+    }
+    /// Makes a reserved slot free again.
+    pub(super) fn set_free(&self, slot: usize) {
+        if let Some(entry) = self.conns.lock().as_mut_slice().get_mut(slot) {
+            entry.1 = Slot::Free;
+        }
+    }
+    /// Makes a listening socket reachable for SCI connection requests to its address.
+    /// One listener per address (`SO_REUSEPORT` siblings after the first take TCP only).
+    pub(crate) fn listen(&self, queue: Arc<ListenQueue>) -> Result {
+        let mut g = self.listeners.lock();
+        if g.iter().flatten().any(|q| q.addr == queue.addr) {
+            return Err(errno(bindings::EADDRINUSE));
+        }
+        let slot = g
+            .as_mut_slice()
+            .iter_mut()
+            .find(|q| q.is_none())
+            .ok_or(ENOSPC)?;
+        *slot = Some(queue);
+        Ok(())
+    }
+    /// The listener a request for `dest:port` in `namespace` reaches: the best match, as
+    /// TCP's listener lookup picks it.
+    pub(super) fn listener(&self, dest: Ip, port: u16, namespace: u64) -> Option<Arc<ListenQueue>> {
+        let g = self.listeners.lock();
+        g.iter()
+            .flatten()
+            .filter_map(|q| Some((q.addr.score(dest, port, namespace)?, q)))
+            .max_by_key(|(score, _)| *score)
+            .map(|(_, q)| q.clone())
+    }
+
+    /// Makes a listening socket unreachable for SCI connection requests (its queued
+    /// connections are the caller's to abort).
+    pub(super) fn unlisten(&self, queue: &ListenQueue) {
+        let old = {
+            let mut g = self.listeners.lock();
+            g.as_mut_slice()
+                .iter_mut()
+                .find(|q| q.as_ref().is_some_and(|q| core::ptr::eq(&**q, queue)))
+                .and_then(Option::take)
+        };
+        drop(old);
+    }
+}

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The commands of the generic netlink family `af_sci` (`uapi/linux/af_sci.h`,
+//! `Documentation/netlink/af_sci.yaml`): the node map and the port rules (read by anyone,
+//! replaced by `CAP_NET_ADMIN`, which the family's ops demand), the socket dump and the
+//! counters of the requester's network namespace.
+
+pub(crate) mod adapter;
+
+use crate::config::rules::{
+    FallbackReason, Ip, NodeId, PortAction, PortRule, NODES_MAX, PORT_RULES_MAX,
+};
+use crate::socket::adapter::for_each_socket;
+use crate::socket::registry::SockInfo;
+use crate::socket::stack::Stack;
+use crate::sys::bindings;
+use adapter::{Attr, Dump, Request, Writer};
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::rbtree::RBTree;
+use kernel::str::CStr;
+
+// uapi numbers as the attribute and command types they are on the wire.
+const CMD_NODE_GET: u8 = bindings::sci_cmd_SCI_CMD_NODE_GET as u8;
+const CMD_PORT_GET: u8 = bindings::sci_cmd_SCI_CMD_PORT_GET as u8;
+const CMD_SOCK_GET: u8 = bindings::sci_cmd_SCI_CMD_SOCK_GET as u8;
+const CMD_STATS_GET: u8 = bindings::sci_cmd_SCI_CMD_STATS_GET as u8;
+const A_NODE: u16 = bindings::sci_attr_SCI_A_NODE as u16;
+const A_PORT_RULE: u16 = bindings::sci_attr_SCI_A_PORT_RULE as u16;
+const A_SOCK: u16 = bindings::sci_attr_SCI_A_SOCK as u16;
+const A_STATS: u16 = bindings::sci_attr_SCI_A_STATS as u16;
+
+/// An `EINVAL` with an extended ack message.
+fn invalid(req: &Request<'_>, attr: &Attr<'_>, msg: &'static CStr) -> Error {
+    req.error(Some(attr), msg);
+    EINVAL
+}
+
+fn u32_of(attr: &Attr<'_>) -> Option<u32> {
+    Some(u32::from_ne_bytes(attr.data().get(..4)?.try_into().ok()?))
+}
+
+fn u16_of(attr: &Attr<'_>) -> Option<u16> {
+    Some(u16::from_ne_bytes(attr.data().get(..2)?.try_into().ok()?))
+}
+
+/// One `SCI_A_NODE` nest: exactly one address, and the node id.
+fn parse_node(req: &Request<'_>, nest: &Attr<'_>) -> Result<(Ip, NodeId)> {
+    let mut addr = None;
+    let mut id = None;
+    for attr in nest.nested() {
+        match u32::from(attr.kind()) {
+            bindings::sci_node_attr_SCI_NODE_A_ADDR4 => {
+                let b: [u8; 4] = attr.data().try_into().map_err(|_| EINVAL)?;
+                if addr.replace(Ip::V4(b)).is_some() {
+                    return Err(invalid(req, &attr, c_str!("a node entry has one address")));
+                }
+            }
+            bindings::sci_node_attr_SCI_NODE_A_ADDR6 => {
+                let b: [u8; 16] = attr.data().try_into().map_err(|_| EINVAL)?;
+                if addr.replace(Ip::V6(b).canonical()).is_some() {
+                    return Err(invalid(req, &attr, c_str!("a node entry has one address")));
+                }
+            }
+            bindings::sci_node_attr_SCI_NODE_A_ID => id = u32_of(&attr),
+            _ => {}
+        }
+    }
+    match (addr, id) {
+        (Some(addr), Some(id)) => Ok((addr, id)),
+        _ => Err(invalid(
+            req,
+            nest,
+            c_str!("a node entry needs an address (ADDR4 or ADDR6) and an ID"),
+        )),
+    }
+}
+
+/// `SCI_CMD_NODE_SET`: replaces the node map with the request's `SCI_A_NODE` entries.
+pub(crate) fn node_set(stack: &Stack, req: &Request<'_>) -> Result {
+    let mut nodes = RBTree::new();
+    let mut count = 0usize;
+    for attr in req.attrs() {
+        if attr.kind() != A_NODE {
+            return Err(invalid(req, &attr, c_str!("only SCI_A_NODE belongs here")));
+        }
+        let (ip, id) = parse_node(req, &attr)?;
+        count += 1;
+        if count > NODES_MAX {
+            return Err(invalid(
+                req,
+                &attr,
+                c_str!("more than SCI_NODES_MAX entries"),
+            ));
+        }
+        if nodes.get(&ip).is_some() {
+            return Err(invalid(req, &attr, c_str!("address listed twice")));
+        }
+        nodes.try_create_and_insert(ip, id, GFP_KERNEL)?;
+    }
+    stack.nodes.replace_nodes(nodes);
+    Ok(())
+}
+
+/// One `SCI_A_PORT_RULE` nest.
+fn parse_port_rule(req: &Request<'_>, nest: &Attr<'_>) -> Result<PortRule> {
+    let (mut action, mut low, mut high) = (None, None, None);
+    for attr in nest.nested() {
+        match u32::from(attr.kind()) {
+            bindings::sci_port_attr_SCI_PORT_A_ACTION => {
+                action = attr.data().first().copied().and_then(PortAction::from_u8)
+            }
+            bindings::sci_port_attr_SCI_PORT_A_LOW => low = u16_of(&attr),
+            bindings::sci_port_attr_SCI_PORT_A_HIGH => high = u16_of(&attr),
+            _ => {}
+        }
+    }
+    let (Some(action), Some(low)) = (action, low) else {
+        return Err(invalid(
+            req,
+            nest,
+            c_str!("a port rule needs ACTION and LOW"),
+        ));
+    };
+    PortRule::new(action, low, high.unwrap_or(low))
+        .map_err(|_| invalid(req, nest, c_str!("a port range is 1..65535, LOW <= HIGH")))
+}
+
+/// `SCI_CMD_PORT_SET`: replaces the port rules with the request's `SCI_A_PORT_RULE`s.
+pub(crate) fn port_set(stack: &Stack, req: &Request<'_>) -> Result {
+    let mut rules = KVec::new();
+    for attr in req.attrs() {
+        if attr.kind() != A_PORT_RULE {
+            return Err(invalid(
+                req,
+                &attr,
+                c_str!("only SCI_A_PORT_RULE belongs here"),
+            ));
+        }
+        let rule = parse_port_rule(req, &attr)?;
+        if rules.len() >= PORT_RULES_MAX {
+            return Err(invalid(
+                req,
+                &attr,
+                c_str!("more than SCI_PORT_RULES_MAX rules"),
+            ));
+        }
+        rules.push(rule, GFP_KERNEL)?;
+    }
+    stack.nodes.replace_ports(rules);
+    Ok(())
+}
+
+fn put_ip(w: &mut Writer<'_>, ip: Ip, a4: u32, a6: u32) -> Result {
+    match ip {
+        Ip::V4(b) => w.put_bytes(a4 as u16, &b),
+        Ip::V6(b) => w.put_bytes(a6 as u16, &b),
+    }
+}
+
+/// `SCI_CMD_NODE_GET`: one `SCI_A_NODE` per message, in address order.
+pub(crate) fn node_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
+    let start = d.position();
+    let mut done = 0u64;
+    stack.nodes.visit_nodes(start as usize, |ip, id| {
+        let written = d.message(CMD_NODE_GET, |w| {
+            w.nest(A_NODE, |w| {
+                put_ip(
+                    w,
+                    ip,
+                    bindings::sci_node_attr_SCI_NODE_A_ADDR4,
+                    bindings::sci_node_attr_SCI_NODE_A_ADDR6,
+                )?;
+                w.put_u32(bindings::sci_node_attr_SCI_NODE_A_ID as u16, id)
+            })
+        });
+        done += u64::from(written);
+        written
+    });
+    d.set_position(start + done);
+    Ok(())
+}
+
+/// `SCI_CMD_PORT_GET`: one `SCI_A_PORT_RULE` per message, in the order they were set.
+pub(crate) fn port_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
+    let start = d.position();
+    let mut done = 0u64;
+    stack.nodes.visit_ports(start as usize, |rule| {
+        let written = d.message(CMD_PORT_GET, |w| {
+            w.nest(A_PORT_RULE, |w| {
+                w.put_u8(
+                    bindings::sci_port_attr_SCI_PORT_A_ACTION as u16,
+                    rule.action().as_u8(),
+                )?;
+                w.put_u16(bindings::sci_port_attr_SCI_PORT_A_LOW as u16, rule.low())?;
+                w.put_u16(bindings::sci_port_attr_SCI_PORT_A_HIGH as u16, rule.high())
+            })
+        });
+        done += u64::from(written);
+        written
+    });
+    d.set_position(start + done);
+    Ok(())
+}
+
+fn put_sock(w: &mut Writer<'_>, s: &SockInfo) -> Result {
+    use bindings::*;
+    let pad = sci_sock_attr_SCI_SOCK_A_PAD as u16;
+    w.put_u16(sci_sock_attr_SCI_SOCK_A_FAMILY as u16, s.family)?;
+    if let Some((ip, port)) = s.local {
+        put_ip(
+            w,
+            ip,
+            sci_sock_attr_SCI_SOCK_A_LOCAL_ADDR4,
+            sci_sock_attr_SCI_SOCK_A_LOCAL_ADDR6,
+        )?;
+        w.put_u16(sci_sock_attr_SCI_SOCK_A_LOCAL_PORT as u16, port)?;
+    }
+    if let Some((ip, port)) = s.peer {
+        put_ip(
+            w,
+            ip,
+            sci_sock_attr_SCI_SOCK_A_PEER_ADDR4,
+            sci_sock_attr_SCI_SOCK_A_PEER_ADDR6,
+        )?;
+        w.put_u16(sci_sock_attr_SCI_SOCK_A_PEER_PORT as u16, port)?;
+    }
+    w.put_u32(sci_sock_attr_SCI_SOCK_A_MODE as u16, s.mode)?;
+    w.put_u32(
+        sci_sock_attr_SCI_SOCK_A_FALLBACK as u16,
+        s.fallback.as_u32(),
+    )?;
+    w.put_u8(sci_sock_attr_SCI_SOCK_A_STATE as u16, s.state)?;
+    w.put_u32(sci_sock_attr_SCI_SOCK_A_QUEUE_FILL as u16, s.queue_fill)?;
+    w.put_u64(sci_sock_attr_SCI_SOCK_A_INODE as u16, s.inode, pad)?;
+    w.put_u64(sci_sock_attr_SCI_SOCK_A_COOKIE as u16, s.cookie, pad)?;
+    if let Some(node) = s.node {
+        w.put_u32(sci_sock_attr_SCI_SOCK_A_NODE as u16, node)?;
+    }
+    Ok(())
+}
+
+/// `SCI_CMD_SOCK_GET`: the `AF_SCI` sockets of the requester's namespace, one
+/// `SCI_A_SOCK` per message, oldest first.
+pub(crate) fn sock_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
+    let mut last = d.position();
+    let net = d.net();
+    for_each_socket(stack, net, last, |id, info| {
+        let written = d.message(CMD_SOCK_GET, |w| w.nest(A_SOCK, |w| put_sock(w, info)));
+        if written {
+            last = id;
+        }
+        written
+    });
+    d.set_position(last);
+    Ok(())
+}
+
+/// `SCI_CMD_STATS_GET`: the counters of the requester's namespace.
+pub(crate) fn stats_get(_stack: &Stack, req: &Request<'_>) -> Result {
+    use bindings::*;
+    let stats = req.stats().snapshot();
+    req.reply(CMD_STATS_GET, |w| {
+        w.nest(A_STATS, |w| {
+            let pad = sci_stats_attr_SCI_STATS_A_PAD as u16;
+            w.put_u64(
+                sci_stats_attr_SCI_STATS_A_SOCKETS as u16,
+                stats.sockets,
+                pad,
+            )?;
+            w.put_u64(
+                sci_stats_attr_SCI_STATS_A_SCI_CONNECTIONS as u16,
+                stats.sci_connections,
+                pad,
+            )?;
+            for (reason, count) in FallbackReason::ALL.iter().zip(stats.fallbacks) {
+                if *reason == FallbackReason::None {
+                    continue;
+                }
+                w.nest(sci_stats_attr_SCI_STATS_A_FALLBACK as u16, |w| {
+                    w.put_u32(
+                        sci_fallback_attr_SCI_FALLBACK_A_REASON as u16,
+                        reason.as_u32(),
+                    )?;
+                    w.put_u64(
+                        sci_fallback_attr_SCI_FALLBACK_A_COUNT as u16,
+                        count,
+                        sci_fallback_attr_SCI_FALLBACK_A_PAD as u16,
+                    )
+                })?;
+            }
+            Ok(())
+        })
+    })
+}

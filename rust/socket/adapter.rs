@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `AF_SCI` family and its `proto_ops`, adapted to [`SciSock`].
+//!
+//! As `rust/kernel/net/phy.rs` adapts a C ops table to a Rust trait, this file turns the
+//! socket layer's raw calls into calls on the safe [`SciSock`] with typed arguments, and
+//! owns the only raw accesses to our own `struct sock`.
+
+use crate::control::PendingConnect;
+use crate::socket::handover;
+use crate::socket::native::SockAddr;
+use crate::socket::registry::{Registry, SockInfo};
+use crate::socket::sk::{OwnSk, SkRef};
+use crate::socket::sock::{Accepted, SciSock};
+use crate::socket::stack::Stack;
+use crate::sys::bindings;
+use crate::sys::net::{File, Msg, OptVal, PollTable};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
+use kernel::error::{to_result, Result};
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+
+/// Our `struct sock`: the kernel's, followed by the Rust state (`proto.obj_size`).
+#[repr(C)]
+struct SciSockObj {
+    sk: bindings::sock,
+    state: SciSock,
+}
+
+/// The family number in use, for `sk_alloc`.
+static FAMILY: AtomicI32 = AtomicI32::new(0);
+/// Our `proto_ops`, installed on every `AF_SCI` socket.
+static OPS: AtomicPtr<bindings::proto_ops> = AtomicPtr::new(ptr::null_mut());
+/// The registered [`Family`]'s stack (from `Arc::into_raw`; the family holds that
+/// reference until it is unregistered): the context of `create`, which the socket layer
+/// calls without one. Every socket takes its own reference to the stack at creation;
+/// nothing else reads this.
+static STACK: AtomicPtr<Stack> = AtomicPtr::new(ptr::null_mut());
+
+/// The registered family's stack, for `create`.
+///
+/// # Safety
+///
+/// Called only while the family is registered (by the socket layer's `create`, which
+/// `sock_unregister` waits for).
+unsafe fn registered_stack() -> Arc<Stack> {
+    // SAFETY: `STACK` holds the pointer `Family::register` took from `Arc::into_raw`,
+    // whose reference the family keeps until after `sock_unregister`; see the contract.
+    unsafe { Arc::from(ArcBorrow::from_raw(STACK.load(Ordering::Acquire))) }
+}
+
+/// A counted reference to an `AF_SCI` sock (`sock_hold`/`sock_put`), for work a kernel
+/// thread finishes on a socket's behalf (the connector). The sock and its [`SciSock`]
+/// stay allocated while it lives, even after the socket was closed.
+struct HeldSk(NonNull<bindings::sock>);
+
+// SAFETY: a counted reference may be used and dropped from any process context.
+unsafe impl Send for HeldSk {}
+// SAFETY: what it is used for (`SciSock::connect_step`) runs under the socket's own locks,
+// as concurrent socket calls do.
+unsafe impl Sync for HeldSk {}
+
+impl HeldSk {
+    /// Takes a reference on `own`'s sock.
+    fn new(own: &OwnSk) -> Self {
+        // SAFETY: `own` is live while the caller's op runs; the reference keeps it so.
+        unsafe { bindings::sci_sock_hold(own.as_ptr()) };
+        Self(own.as_non_null())
+    }
+
+    /// The sock and its state.
+    fn parts(&self) -> (OwnSk, &SciSock) {
+        // SAFETY: the counted reference keeps the sock (and its state, dropped only in
+        // `destruct`) allocated while `self` is borrowed.
+        unsafe { (OwnSk::from_raw(self.0), state_of(self.0.as_ptr())) }
+    }
+}
+
+/// The connector kthread finishes a non-blocking connect through this reference.
+impl PendingConnect for HeldSk {
+    fn step(&self, finish_now: bool) -> bool {
+        let (own, state) = self.parts();
+        state.connect_step(&own, finish_now)
+    }
+}
+
+impl Drop for HeldSk {
+    fn drop(&mut self) {
+        // SAFETY: drops the reference `new` took; the last put frees the sock through
+        // `destruct`, in the process context every `HeldSk` is dropped in.
+        unsafe { bindings::sci_sock_put(self.0.as_ptr()) };
+    }
+}
+
+/// # Safety
+///
+/// `sk` is a live `AF_SCI` sk (allocated by [`new_sk`]).
+unsafe fn state_of<'a>(sk: *mut bindings::sock) -> &'a SciSock {
+    // SAFETY: every AF_SCI sk is a `SciSockObj` whose state was initialised in `new_sk`.
+    unsafe { &(*sk.cast::<SciSockObj>()).state }
+}
+
+/// # Safety
+///
+/// `sock` is an `AF_SCI` socket whose `sk` is attached (every op but a late release).
+unsafe fn parts<'a>(sock: *mut bindings::socket) -> (OwnSk, &'a SciSock) {
+    // SAFETY: see the function's contract.
+    unsafe {
+        let sk = (*sock).sk;
+        (OwnSk::from_raw(NonNull::new_unchecked(sk)), state_of(sk))
+    }
+}
+
+/// Allocates our sk for `sock` and initialises its Rust state.
+///
+/// # Safety
+///
+/// `sock` is a socket being created or accepted, without an sk yet.
+unsafe fn new_sk(
+    net: *mut bindings::net,
+    sock: *mut bindings::socket,
+    kern: bool,
+    stack: Arc<Stack>,
+) -> Result<OwnSk> {
+    // SAFETY: `sk_alloc` gives a zeroed object of `proto.obj_size` = size of `SciSockObj`;
+    // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
+    // op can run, and dropped only in `destruct`.
+    unsafe {
+        let sk = bindings::sci_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
+        let sk = NonNull::new(sk).ok_or(ENOMEM)?;
+        bindings::sock_init_data(sock, sk.as_ptr());
+        (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_TCP as u16;
+        (*sk.as_ptr()).sk_destruct = Some(destruct);
+        (*sock).ops = OPS.load(Ordering::Relaxed);
+        bindings::sci_set_custom_sockopt(sock);
+        let slot = ptr::addr_of_mut!((*sk.as_ptr().cast::<SciSockObj>()).state);
+        match SciSock::new(kern, stack).__pinned_init(slot) {
+            Ok(()) => Ok(OwnSk::from_raw(sk)),
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// `sk_destruct` of our sk: drops the Rust state.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn destruct(sk: *mut bindings::sock) {
+    // SAFETY: the last reference to our sk is gone; its state was initialised in `new_sk`.
+    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*sk.cast::<SciSockObj>()).state)) }
+}
+
+/// Frees a socket's sk after a failed create or accept.
+///
+/// # Safety
+///
+/// `sock` holds a fresh sk from [`new_sk`] that nothing else references.
+unsafe fn drop_sk(sock: *mut bindings::socket, own: OwnSk) {
+    // SAFETY: see the function's contract; the put frees it through `destruct`.
+    unsafe {
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(own.as_ptr());
+    }
+}
+
+fn errno_of(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+fn count_of(r: Result<c_int>) -> c_int {
+    r.unwrap_or_else(|e| e.to_errno())
+}
+
+/// `net_proto_family.create`: a new `AF_SCI` socket.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn create(
+    net: *mut bindings::net,
+    sock: *mut bindings::socket,
+    protocol: c_int,
+    kern: c_int,
+) -> c_int {
+    // SAFETY: the socket layer passes a new socket without sk.
+    let ty = unsafe { (*sock).type_ } as u32;
+    if ty != bindings::sock_type_SOCK_STREAM {
+        return -(bindings::ESOCKTNOSUPPORT as c_int);
+    }
+    if protocol != 0 && protocol != bindings::IPPROTO_TCP as c_int {
+        return -(bindings::EPROTONOSUPPORT as c_int);
+    }
+    let slot = match Registry::reserve() {
+        Ok(slot) => slot,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: the socket layer calls `create` only while the family is registered.
+    let stack = unsafe { registered_stack() };
+    // SAFETY: as above.
+    let own = match unsafe { new_sk(net, sock, kern != 0, stack) } {
+        Ok(own) => own,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: `own` was just initialised.
+    let state = unsafe { state_of(own.as_ptr()) };
+    match state.init_native(&own) {
+        Ok(()) => {
+            state.set_registry_id(state.stack().sockets.insert(slot, SkRef::new(&own)));
+            0
+        }
+        Err(e) => {
+            // SAFETY: nothing else knows the new sk yet.
+            unsafe { drop_sk(sock, own) };
+            e.to_errno()
+        }
+    }
+}
+
+/// `release` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
+    // SAFETY: release runs once, with no other op in flight on this socket.
+    unsafe {
+        let sk = (*sock).sk;
+        if sk.is_null() {
+            return 0;
+        }
+        let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
+        // First out of the registry: once removed, no dump looks at the socket.
+        state_of(sk)
+            .stack()
+            .sockets
+            .remove(state_of(sk).registry_id());
+        state_of(sk).release(&own);
+        bindings::sci_lock_sock(sk);
+        bindings::sci_sock_orphan(sk);
+        (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
+        bindings::release_sock(sk);
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(sk);
+    }
+    0
+}
+
+/// `bind` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn bind(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    len: c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.bind(&own, SockAddr::new(addr, len)))
+}
+
+/// `connect` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn connect(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    len: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    let hold = || -> Result<Arc<dyn PendingConnect>> {
+        let held: Arc<dyn PendingConnect> = Arc::new(HeldSk::new(&own), GFP_KERNEL)?;
+        Ok(held)
+    };
+    errno_of(state.connect(&own, SockAddr::new(addr, len), flags, &hold))
+}
+
+/// `accept` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn accept(
+    sock: *mut bindings::socket,
+    newsock: *mut bindings::socket,
+    arg: *mut bindings::proto_accept_arg,
+) -> c_int {
+    let slot = match Registry::reserve() {
+        Ok(slot) => slot,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: an op on an attached listener; `newsock` is the caller's new socket and `arg`
+    // its accept arguments.
+    unsafe {
+        let (own, state) = parts(sock);
+        let accepted = match state.accept(&own, arg) {
+            Ok(accepted) => accepted,
+            Err(e) => return e.to_errno(),
+        };
+        let new_own = match new_sk(own.net(), newsock, (*arg).kern, state.stack().clone()) {
+            Ok(new_own) => new_own,
+            Err(e) => {
+                if let Accepted::Native(native) = accepted {
+                    native.release();
+                }
+                return e.to_errno();
+            }
+        };
+        (*newsock).state = bindings::socket_state_SS_CONNECTED;
+        let new_state = state_of(new_own.as_ptr());
+        match accepted {
+            Accepted::Native(native) => new_state.adopt(&new_own, native, state),
+            Accepted::Sci(conn) => {
+                if let Err(e) = new_state.adopt_sci(&new_own, conn, state) {
+                    drop_sk(newsock, new_own);
+                    return e.to_errno();
+                }
+            }
+        }
+        new_state.set_registry_id(new_state.stack().sockets.insert(slot, SkRef::new(&new_own)));
+    }
+    0
+}
+
+/// Calls `f` on every `AF_SCI` socket in `stack`'s registry of namespace `net` whose
+/// registry id is above `after`, in id order, until it returns false (the socket dump).
+pub(crate) fn for_each_socket(
+    stack: &Stack,
+    net: *mut bindings::net,
+    after: u64,
+    mut f: impl FnMut(u64, &SockInfo) -> bool,
+) {
+    stack.sockets.visit_after(after, |id, sk| {
+        let own = sk.own();
+        if own.net() != net {
+            return true;
+        }
+        // SAFETY: a registered sk is live and its state initialised: `release` removes it
+        // from the registry, under the lock held here, before the sk can be freed.
+        let state = unsafe { state_of(own.as_ptr()) };
+        f(id, &state.diag(&own))
+    });
+}
+
+/// `getname` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn getname(
+    sock: *mut bindings::socket,
+    addr: *mut bindings::sockaddr,
+    peer: c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    match state.sci_name(peer != 0) {
+        Some(name) => {
+            let bytes = name.as_bytes();
+            // SAFETY: `addr` is the socket layer's `sockaddr_storage` buffer.
+            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), bytes.len()) };
+            bytes.len() as c_int
+        }
+        None => count_of(state.native().getname(addr, peer)),
+    }
+}
+
+/// `poll` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTable) -> c_uint {
+    // SAFETY: an op on an attached socket; waiters wait on our own socket's queue, which
+    // the native socket's forwarded callbacks wake.
+    unsafe {
+        bindings::sci_sock_poll_wait(file, sock, wait);
+        let (own, state) = parts(sock);
+        state.poll(&own, file)
+    }
+}
+
+/// `ioctl` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulong) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    count_of(state.ioctl(cmd, arg))
+}
+
+/// `gettstamp` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn gettstamp(
+    sock: *mut bindings::socket,
+    stamp: *mut c_void,
+    timeval: bool,
+    time32: bool,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    count_of(state.native().gettstamp(stamp, timeval, time32))
+}
+
+/// `listen` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn listen(sock: *mut bindings::socket, backlog: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.listen(&own, backlog))
+}
+
+/// `shutdown` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn shutdown(sock: *mut bindings::socket, how: c_int) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.shutdown(&own, how))
+}
+
+/// `setsockopt` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn setsockopt(
+    sock: *mut bindings::socket,
+    level: c_int,
+    optname: c_int,
+    val: OptVal,
+    len: c_uint,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    errno_of(state.setsockopt(&own, level, optname, val, len))
+}
+
+/// `getsockopt` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn getsockopt(
+    sock: *mut bindings::socket,
+    level: c_int,
+    optname: c_int,
+    val: *mut c_char,
+    len: *mut c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket; `val`/`len` are user pointers.
+    let (_, state) = unsafe { parts(sock) };
+    errno_of(state.getsockopt(level, optname, val, len))
+}
+
+/// `sendmsg` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    count_of(state.sendmsg(&own, msg, len))
+}
+
+/// `recvmsg` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn recvmsg(
+    sock: *mut bindings::socket,
+    msg: Msg,
+    len: usize,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: an op on an attached socket.
+    let (own, state) = unsafe { parts(sock) };
+    count_of(state.recvmsg(&own, msg, len, flags))
+}
+
+/// `splice_read` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn splice_read(
+    sock: *mut bindings::socket,
+    ppos: *mut bindings::loff_t,
+    pipe: *mut bindings::pipe_inode_info,
+    len: usize,
+    flags: c_uint,
+) -> isize {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    state
+        .native()
+        .splice_read(ppos, pipe, len, flags)
+        .unwrap_or_else(|e| e.to_errno() as isize)
+}
+
+/// `show_fdinfo` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
+    // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
+    unsafe {
+        let (_, state) = parts(sock);
+        if let Ok(text) = state.fdinfo() {
+            bindings::__seq_puts(m, text.as_char_ptr().cast());
+        }
+    }
+}
+
+/// `splice_eof` of our `proto_ops`.
+///
+/// # Safety
+///
+/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
+unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
+    // SAFETY: an op on an attached socket.
+    let (_, state) = unsafe { parts(sock) };
+    state.native().splice_eof();
+}
+
+/// The registered `AF_SCI` family: our `proto`, `proto_ops` and `net_proto_family`, the
+/// per-namespace counters, and the stack its sockets share.
+pub(crate) struct Family {
+    ops: bindings::proto_ops,
+    family: bindings::net_proto_family,
+    /// The pernet counters, `proto_register` and `sock_register` all succeeded: drop
+    /// undoes them.
+    registered: bool,
+    /// The stack (from `Arc::into_raw`, released by drop), which `create` hands to new
+    /// sockets through [`STACK`].
+    stack: *const Stack,
+    /// The `proto_ops` of native sockets that took over a file (`handover.rs`).
+    _handover: KBox<handover::Tables>,
+}
+
+// SAFETY: the tables are written once before registration and only read afterwards; the
+// raw pointers in them (module, functions) are valid for the module's lifetime.
+unsafe impl Send for Family {}
+// SAFETY: as above.
+unsafe impl Sync for Family {}
+
+impl Family {
+    /// The number requested by the `family` module parameter.
+    pub(crate) fn requested_number() -> c_int {
+        // SAFETY: reads a module parameter.
+        unsafe { bindings::sci_family_param() }
+    }
+
+    /// Registers family `number`; unregistered on drop.
+    pub(crate) fn register(
+        number: c_int,
+        module: &'static ThisModule,
+        stack: Arc<Stack>,
+    ) -> Result<Pin<KBox<Self>>> {
+        if number <= 0 || number >= bindings::NPROTO as c_int {
+            pr_err!(
+                "family={} is out of range (1..{})\n",
+                number,
+                bindings::NPROTO
+            );
+            return Err(EINVAL);
+        }
+        let owner = module.as_ptr().cast::<bindings::module>();
+        let mut this = KBox::pin(
+            Self {
+                ops: bindings::proto_ops {
+                    family: number,
+                    owner,
+                    release: Some(release),
+                    bind: Some(bind),
+                    connect: Some(connect),
+                    socketpair: Some(bindings::sock_no_socketpair),
+                    accept: Some(accept),
+                    getname: Some(getname),
+                    poll: Some(poll),
+                    ioctl: Some(ioctl),
+                    gettstamp: Some(gettstamp),
+                    listen: Some(listen),
+                    shutdown: Some(shutdown),
+                    setsockopt: Some(setsockopt),
+                    getsockopt: Some(getsockopt),
+                    sendmsg: Some(sendmsg),
+                    recvmsg: Some(recvmsg),
+                    mmap: Some(bindings::sock_no_mmap),
+                    splice_read: Some(splice_read),
+                    splice_eof: Some(splice_eof),
+                    set_peek_off: Some(bindings::sk_set_peek_off),
+                    show_fdinfo: Some(show_fdinfo),
+                    ..Default::default()
+                },
+                family: bindings::net_proto_family {
+                    family: number,
+                    create: Some(create),
+                    owner,
+                },
+                registered: false,
+                stack: Arc::into_raw(stack),
+                _handover: handover::Tables::new()?,
+            },
+            GFP_KERNEL,
+        )?;
+        FAMILY.store(number, Ordering::Relaxed);
+        OPS.store(ptr::from_ref(&this.ops).cast_mut(), Ordering::Relaxed);
+        this._handover.set_family_ops(&this.ops);
+        // SAFETY: registers our static pernet_operations, whose zeroed data is a valid
+        // `NetStats` (same layout as `struct sci_net_stats`, see `socket/stats.rs`).
+        to_result(unsafe { bindings::sci_pernet_register() })?;
+        STACK.store(this.stack.cast_mut(), Ordering::Release);
+        // SAFETY: registers our static proto (obj_size = our sk object).
+        let ret =
+            unsafe { bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint) };
+        if ret != 0 {
+            STACK.store(ptr::null_mut(), Ordering::Release);
+            // SAFETY: registered just above.
+            unsafe { bindings::sci_pernet_unregister() };
+            return Err(kernel::error::Error::from_errno(ret));
+        }
+        // SAFETY: `this` is pinned and outlives the registration (dropped after unregister).
+        let ret = unsafe { bindings::sock_register(&this.family) };
+        if ret != 0 {
+            STACK.store(ptr::null_mut(), Ordering::Release);
+            // SAFETY: registered just above.
+            unsafe {
+                bindings::sci_proto_unregister();
+                bindings::sci_pernet_unregister();
+            }
+            if ret == -(bindings::EEXIST as c_int) {
+                pr_err!(
+                    "address family {} is already registered by another protocol; load with family=<free number>\n",
+                    number
+                );
+            }
+            return Err(kernel::error::Error::from_errno(ret));
+        }
+        // SAFETY: only a plain field changes; the pinned tables do not move.
+        unsafe { Pin::get_unchecked_mut(this.as_mut()) }.registered = true;
+        Ok(this)
+    }
+}
+
+impl Family {
+    /// The registered family number.
+    pub(crate) fn number(&self) -> c_int {
+        self.family.family
+    }
+}
+
+impl Drop for Family {
+    fn drop(&mut self) {
+        // SAFETY: `stack` came from `Arc::into_raw` in `register`; no socket can be
+        // created any more once this drop ends, and every socket holds its own reference.
+        let stack = unsafe { Arc::from_raw(self.stack) };
+        if !self.registered {
+            return;
+        }
+        // SAFETY: registered in `register`; `sock_unregister` waits for running creates.
+        // No AF_SCI socket is left: each holds a module reference.
+        unsafe {
+            bindings::sock_unregister(self.family.family);
+            bindings::sci_proto_unregister();
+            bindings::sci_pernet_unregister();
+        }
+        STACK.store(ptr::null_mut(), Ordering::Release);
+        drop(stack);
+    }
+}

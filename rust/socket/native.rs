@@ -1,0 +1,651 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The native socket: the kernel TCP socket (`AF_INET` or `AF_INET6`) that every
+//! `AF_SCI` socket owns. It holds the port, talks to plain TCP peers and carries the bytes
+//! of a connection that is not (or no longer) on the SCI data path.
+//!
+//! This is a thin wrapper: each method forwards to the native socket's own `proto_ops`,
+//! and the native socket's wake-up callbacks are forwarded to the owning `AF_SCI`
+//! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
+
+use crate::config::rules::{self, Ip};
+use crate::sys::bindings;
+use crate::sys::errno::{count_result, errno};
+use crate::sys::net::{File, Msg, OptVal};
+use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
+use kernel::error::{to_result, Error, Result};
+
+/// A socket address as the socket layer hands it to `proto_ops` (already copied into
+/// the kernel, at most `sizeof(struct sockaddr_storage)` bytes).
+#[derive(Clone, Copy)]
+pub(crate) struct SockAddr {
+    ptr: *mut bindings::sockaddr,
+    len: c_int,
+}
+
+impl SockAddr {
+    /// Wraps an address received from the socket layer.
+    pub(crate) fn new(ptr: *mut bindings::sockaddr, len: c_int) -> Self {
+        Self { ptr, len }
+    }
+
+    /// The address bytes (at most a `sockaddr_in6`), or `None` for no address.
+    pub(crate) fn bytes(&self) -> Option<&[u8]> {
+        if self.ptr.is_null() || self.len <= 0 {
+            return None;
+        }
+        let len = (self.len as usize).min(28);
+        // SAFETY: the socket layer copied `len` bytes of address into kernel memory at
+        // `ptr`, valid for the duration of the op that holds this `SockAddr`.
+        Some(unsafe { core::slice::from_raw_parts(self.ptr.cast::<u8>(), len) })
+    }
+
+    /// The address family, or `None` when the address is too short to hold one.
+    pub(crate) fn family(&self) -> Option<u16> {
+        if self.ptr.is_null() || self.len < core::mem::size_of::<u16>() as c_int {
+            return None;
+        }
+        // SAFETY: the socket layer copied `len` (>= 2) bytes of address into kernel memory
+        // at `ptr`; `sa_family` is the first field, read unaligned to be safe.
+        Some(unsafe { ptr::read_unaligned(ptr::addr_of!((*self.ptr).sa_family)) })
+    }
+
+    /// The IP address and port of an `AF_INET`/`AF_INET6` address long enough for TCP's
+    /// connect; `None` for anything else.
+    pub(crate) fn ip_port(&self) -> Option<(Ip, u16)> {
+        rules::sockaddr_ip_port(self.bytes()?)
+    }
+}
+
+/// The addresses of a native socket, for the socket dump (zero while unset).
+pub(crate) struct NativeAddrs {
+    /// `AF_INET` or `AF_INET6`.
+    pub(crate) family: u16,
+    /// Local address and port.
+    pub(crate) local: (Ip, u16),
+    /// Peer address and port.
+    pub(crate) peer: (Ip, u16),
+}
+
+/// The saved callbacks of a native socket and the `AF_SCI` socket they now wake.
+///
+/// Lives inside the owning `AF_SCI` socket; the native socket's `sk_user_data` points at
+/// it while the forwarding callbacks are installed. Written only under the native
+/// socket's `sk_callback_lock` (write), read under it (read).
+pub(crate) struct NativeHooks {
+    owner: AtomicPtr<bindings::sock>,
+    data_ready: AtomicUsize,
+    write_space: AtomicUsize,
+    state_change: AtomicUsize,
+    error_report: AtomicUsize,
+    /// The native `sk_err` last copied into the owner's `sk_err` (0: none pending).
+    mirrored_error: AtomicI32,
+}
+
+type SkCallback = unsafe extern "C" fn(*mut bindings::sock);
+
+fn callback_to_usize(cb: Option<SkCallback>) -> usize {
+    cb.map_or(0, |f| f as usize)
+}
+
+fn callback_from_usize(v: usize) -> Option<SkCallback> {
+    if v == 0 {
+        None
+    } else {
+        // SAFETY: `v` was produced by `callback_to_usize` from a valid function pointer of
+        // exactly this type.
+        Some(unsafe { core::mem::transmute::<usize, SkCallback>(v) })
+    }
+}
+
+impl NativeHooks {
+    /// Hooks that forward nowhere yet.
+    pub(crate) const fn new() -> Self {
+        Self {
+            owner: AtomicPtr::new(ptr::null_mut()),
+            data_ready: AtomicUsize::new(0),
+            write_space: AtomicUsize::new(0),
+            state_change: AtomicUsize::new(0),
+            error_report: AtomicUsize::new(0),
+            mirrored_error: AtomicI32::new(0),
+        }
+    }
+
+    /// The error copied into the owner that neither side has consumed yet, or 0.
+    pub(crate) fn mirrored_error(&self) -> c_int {
+        self.mirrored_error.load(Ordering::Acquire)
+    }
+
+    /// Forgets the copied error (one side consumed it).
+    pub(crate) fn clear_mirrored_error(&self) {
+        self.mirrored_error.store(0, Ordering::Release);
+    }
+}
+
+/// Runs `f` with the hooks of native `sk`, under its callback lock, if they are installed.
+///
+/// # Safety
+///
+/// `sk` is a live socket whose callbacks were installed by [`Native::attach`].
+unsafe fn with_hooks(sk: *mut bindings::sock, f: impl FnOnce(&NativeHooks)) {
+    // SAFETY: `sk` is live (caller); the lock pins `sk_user_data` and the hooks it points
+    // to, which `Native::detach` clears under the write lock before they are freed.
+    unsafe {
+        bindings::sci_callback_read_lock(sk);
+        let hooks = bindings::sci_user_data(sk).cast::<NativeHooks>();
+        if let Some(hooks) = hooks.as_ref() {
+            f(hooks);
+        }
+        bindings::sci_callback_read_unlock(sk);
+    }
+}
+
+/// Forwards `sk_data_ready` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
+unsafe extern "C" fn forward_data_ready(sk: *mut bindings::sock) {
+    // SAFETY: called by the network stack with a live native socket; hooks only run
+    // while installed.
+    unsafe {
+        with_hooks(sk, |h| {
+            if let Some(cb) = callback_from_usize(h.data_ready.load(Ordering::Relaxed)) {
+                cb(sk);
+            }
+            bindings::sci_wake_readable(h.owner.load(Ordering::Relaxed));
+        })
+    }
+}
+
+/// Forwards `sk_write_space` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
+unsafe extern "C" fn forward_write_space(sk: *mut bindings::sock) {
+    // SAFETY: as in `forward_data_ready`.
+    unsafe {
+        with_hooks(sk, |h| {
+            if let Some(cb) = callback_from_usize(h.write_space.load(Ordering::Relaxed)) {
+                cb(sk);
+            }
+            bindings::sci_wake_writable(h.owner.load(Ordering::Relaxed));
+        })
+    }
+}
+
+/// Forwards `sk_state_change` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
+unsafe extern "C" fn forward_state_change(sk: *mut bindings::sock) {
+    // SAFETY: as in `forward_data_ready`; the owner is alive while the hooks are
+    // installed, and mirroring `sk_state` keeps SO_ACCEPTCONN and SCI_INFO truthful.
+    unsafe {
+        with_hooks(sk, |h| {
+            if let Some(cb) = callback_from_usize(h.state_change.load(Ordering::Relaxed)) {
+                cb(sk);
+            }
+            let owner = h.owner.load(Ordering::Relaxed);
+            (*owner).__sk_common.skc_state = (*sk).__sk_common.skc_state;
+            bindings::sci_wake_state(owner);
+        })
+    }
+}
+
+/// Forwards `sk_error_report` of a native socket to its owner.
+///
+/// # Safety
+///
+/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
+unsafe extern "C" fn forward_error_report(sk: *mut bindings::sock) {
+    // SAFETY: as in `forward_data_ready`. The error is copied, not moved: a blocking call
+    // on the native socket still reads it, and `SO_ERROR` (which reads the owner) sees it
+    // too; `SciSock::sync_error` keeps the two from reporting it twice.
+    unsafe {
+        with_hooks(sk, |h| {
+            if let Some(cb) = callback_from_usize(h.error_report.load(Ordering::Relaxed)) {
+                cb(sk);
+            }
+            let owner = h.owner.load(Ordering::Relaxed);
+            let err = ptr::read_volatile(ptr::addr_of!((*sk).sk_err));
+            if err != 0 {
+                // smp_wmb(): the native state change (`tcp_done`) before our copy of the
+                // error, which `SciSock::poll` reads first.
+                fence(Ordering::Release);
+                ptr::write_volatile(ptr::addr_of_mut!((*owner).sk_err), err);
+                h.mirrored_error.store(err, Ordering::Release);
+            }
+            bindings::sci_wake_error(owner);
+        })
+    }
+}
+
+/// `TCP_NODELAY` and `TCP_CORK` of a native socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Nagle {
+    /// `TCP_NODELAY` is set.
+    pub(crate) nodelay: bool,
+    /// `TCP_CORK` is set.
+    pub(crate) cork: bool,
+}
+
+/// A handle to a live native socket.
+///
+/// Invariant: the owning `AF_SCI` socket keeps the native socket alive (it releases it
+/// only in its own `release`, after which no handle is used).
+#[derive(Clone, Copy)]
+pub(crate) struct Native(NonNull<bindings::socket>);
+
+// SAFETY: a native socket is a kernel socket, usable from any thread; its own locking
+// (lock_sock) serialises what needs it.
+unsafe impl Send for Native {}
+// SAFETY: as above.
+unsafe impl Sync for Native {}
+
+impl Native {
+    /// Creates a TCP socket of `family` in `net`; `kern` is the owning socket's.
+    ///
+    /// Not `sock_create_kern` for user sockets: a kernel socket holds no reference on its
+    /// namespace, and a closed TCP connection's timers (FIN_WAIT, TIME_WAIT) outlive the
+    /// `AF_SCI` socket that held one (the problem `net/smc` fixes by taking it by hand).
+    /// Created as the user's, it is also charged and checked as the user's TCP socket.
+    pub(crate) fn create(net: *mut bindings::net, family: c_int, kern: bool) -> Result<Self> {
+        let mut sock: *mut bindings::socket = ptr::null_mut();
+        // SAFETY: `net` is the namespace of the AF_SCI socket being created or used, alive
+        // for the call; on success `sock` is a new socket we own.
+        to_result(unsafe {
+            bindings::__sock_create(
+                net,
+                family,
+                bindings::sock_type_SOCK_STREAM as c_int,
+                bindings::IPPROTO_TCP as c_int,
+                &mut sock,
+                kern as c_int,
+            )
+        })?;
+        NonNull::new(sock)
+            .map(Self)
+            .ok_or(kernel::error::code::ENOMEM)
+    }
+
+    /// Rebuilds a handle from a pointer stored by the owner.
+    pub(crate) fn from_ptr(sock: *mut bindings::socket) -> Option<Self> {
+        NonNull::new(sock).map(Self)
+    }
+
+    /// The raw pointer, for storing in the owner.
+    pub(crate) fn as_ptr(self) -> *mut bindings::socket {
+        self.0.as_ptr()
+    }
+
+    fn ops(&self) -> &bindings::proto_ops {
+        // SAFETY: a live socket has a valid, static `ops` table (invariant).
+        unsafe { &*(*self.0.as_ptr()).ops }
+    }
+
+    fn sk(&self) -> *mut bindings::sock {
+        // SAFETY: a live, created socket always has its `sk` (invariant).
+        unsafe { (*self.0.as_ptr()).sk }
+    }
+
+    /// Releases the native socket (closes the TCP connection as `close()` would).
+    pub(crate) fn release(self) {
+        // SAFETY: the owner calls this once, last (invariant).
+        unsafe { bindings::sock_release(self.0.as_ptr()) }
+    }
+
+    /// `AF_INET` or `AF_INET6`.
+    pub(crate) fn family(&self) -> c_int {
+        // SAFETY: `sk` is live (invariant).
+        unsafe { (*self.sk()).__sk_common.skc_family as c_int }
+    }
+
+    /// Whether a connect was started on this socket and its outcome not yet reported
+    /// by `connect()` (`SS_CONNECTING`): the next `connect()` belongs to that attempt.
+    pub(crate) fn connect_started(&self) -> bool {
+        // SAFETY: the socket is live (invariant); a racy read of the state, as
+        // `inet_stream_connect` itself reads it under the sock lock we do not need here.
+        unsafe { (*self.0.as_ptr()).state == bindings::socket_state_SS_CONNECTING }
+    }
+
+    /// `IPV6_V6ONLY` (false for an `AF_INET` socket).
+    pub(crate) fn v6only(&self) -> bool {
+        // SAFETY: `sk` is live (invariant).
+        unsafe { bindings::sci_sk_ipv6only(self.sk()) }
+    }
+
+    /// The TCP state (`TCP_ESTABLISHED`, ...).
+    pub(crate) fn state(&self) -> u8 {
+        // SAFETY: `sk` is live; a racy read of a byte is what `sk_state` readers do.
+        unsafe { ptr::read_volatile(ptr::addr_of!((*self.sk()).__sk_common.skc_state)) }
+    }
+
+    /// Takes the pending socket error (as `sock_error`), as a positive errno or 0.
+    pub(crate) fn take_error(&self) -> c_int {
+        // SAFETY: `sk` is live; `sock_error` reads and clears `sk_err` atomically.
+        -unsafe { bindings::sci_sock_error(self.sk()) }
+    }
+
+    /// The pending socket error without consuming it, as a positive errno or 0.
+    pub(crate) fn peek_error(&self) -> c_int {
+        // SAFETY: `sk` is live; a racy int read, as `sock_error` does before its xchg.
+        unsafe { ptr::read_volatile(ptr::addr_of!((*self.sk()).sk_err)) }
+    }
+
+    /// Its addresses, read without its lock (as `inet_diag` does).
+    pub(crate) fn addrs(&self) -> NativeAddrs {
+        let mut raw = bindings::sci_sock_addrs::default();
+        // SAFETY: `sk` is live (invariant); `raw` is ours.
+        unsafe { bindings::sci_sock_addrs(self.sk(), &mut raw) };
+        let ip = |b: [u8; 16]| {
+            if u32::from(raw.family) == bindings::AF_INET6 {
+                Ip::V6(b)
+            } else {
+                Ip::V4([b[0], b[1], b[2], b[3]])
+            }
+        };
+        NativeAddrs {
+            family: raw.family,
+            local: (ip(raw.local), raw.local_port),
+            peer: (ip(raw.peer), raw.peer_port),
+        }
+    }
+
+    /// Send and receive buffer sizes, to mirror them into the owner.
+    pub(crate) fn buffer_sizes(&self) -> (c_int, c_int) {
+        // SAFETY: `sk` is live; plain int reads.
+        unsafe { ((*self.sk()).sk_sndbuf, (*self.sk()).sk_rcvbuf) }
+    }
+
+    /// `SO_REUSEADDR` and `SO_REUSEPORT` as the native socket holds them.
+    pub(crate) fn reuse_flags(&self) -> (u8, u8) {
+        // SAFETY: `sk` is live; bitfield reads of a byte only setsockopt writes.
+        unsafe {
+            let common = &(*self.sk()).__sk_common;
+            (common.skc_reuse(), common.skc_reuseport())
+        }
+    }
+
+    /// `TCP_NODELAY` and `TCP_CORK` as set on this socket (the AF_SCI socket forwards both
+    /// here), for the gathering of an SCI connection.
+    pub(crate) fn nagle(&self) -> Nagle {
+        // SAFETY: `sk` is live; the shim reads one bitfield of its `tcp_sock`.
+        let bits = unsafe { bindings::sci_tcp_nagle(self.sk()) };
+        Nagle {
+            nodelay: bits & bindings::SCI_NAGLE_OFF != 0,
+            cork: bits & bindings::SCI_NAGLE_CORK != 0,
+        }
+    }
+
+    /// Takes `TCP_NODELAY` from `listener`, as a TCP socket accepted there would.
+    pub(crate) fn inherit_nodelay(&self, listener: &Native) {
+        // SAFETY: both sockets are live; process context (the setter locks the socket).
+        unsafe { bindings::sci_tcp_inherit_nodelay(self.sk(), listener.sk()) }
+    }
+
+    /// Copies the allocation context a kernel user (NBD) set on the owner.
+    pub(crate) fn copy_alloc_flags_from(&self, owner: *mut bindings::sock) {
+        // SAFETY: both sockets are live for the call.
+        unsafe { bindings::sci_copy_alloc_flags(self.sk(), owner) }
+    }
+
+    /// Forwards the wake-ups of this native socket to `owner`, saving its callbacks in
+    /// `hooks`. `inherited` are the listener's hooks when this socket was just accepted
+    /// (it inherited the listener's forwarders, which are put back to the originals).
+    pub(crate) fn attach(
+        &self,
+        hooks: &NativeHooks,
+        owner: *mut bindings::sock,
+        inherited: Option<&NativeHooks>,
+    ) {
+        let sk = self.sk();
+        // SAFETY: `sk` is live; callbacks are changed under the write lock, as
+        // `smc_fback_replace_callbacks` does; `hooks` outlives the installation because the
+        // owner calls `detach` before freeing it.
+        unsafe {
+            bindings::sci_callback_write_lock(sk);
+            if let Some(parent) = inherited {
+                (*sk).sk_data_ready =
+                    callback_from_usize(parent.data_ready.load(Ordering::Relaxed));
+                (*sk).sk_write_space =
+                    callback_from_usize(parent.write_space.load(Ordering::Relaxed));
+                (*sk).sk_state_change =
+                    callback_from_usize(parent.state_change.load(Ordering::Relaxed));
+                (*sk).sk_error_report =
+                    callback_from_usize(parent.error_report.load(Ordering::Relaxed));
+            }
+            hooks.owner.store(owner, Ordering::Relaxed);
+            hooks
+                .data_ready
+                .store(callback_to_usize((*sk).sk_data_ready), Ordering::Relaxed);
+            hooks
+                .write_space
+                .store(callback_to_usize((*sk).sk_write_space), Ordering::Relaxed);
+            hooks
+                .state_change
+                .store(callback_to_usize((*sk).sk_state_change), Ordering::Relaxed);
+            hooks
+                .error_report
+                .store(callback_to_usize((*sk).sk_error_report), Ordering::Relaxed);
+            (*sk).sk_data_ready = Some(forward_data_ready);
+            (*sk).sk_write_space = Some(forward_write_space);
+            (*sk).sk_state_change = Some(forward_state_change);
+            (*sk).sk_error_report = Some(forward_error_report);
+            (*owner).__sk_common.skc_state = (*sk).__sk_common.skc_state;
+            bindings::sci_set_user_data(sk, ptr::from_ref(hooks).cast_mut().cast::<c_void>());
+            bindings::sci_callback_write_unlock(sk);
+        }
+    }
+
+    /// Puts the saved callbacks back; after this returns no forwarder touches `hooks`.
+    pub(crate) fn detach(&self, hooks: &NativeHooks) {
+        let sk = self.sk();
+        // SAFETY: `sk` is live; see `attach`.
+        unsafe {
+            bindings::sci_callback_write_lock(sk);
+            if bindings::sci_user_data(sk) == ptr::from_ref(hooks).cast_mut().cast::<c_void>() {
+                (*sk).sk_data_ready = callback_from_usize(hooks.data_ready.load(Ordering::Relaxed));
+                (*sk).sk_write_space =
+                    callback_from_usize(hooks.write_space.load(Ordering::Relaxed));
+                (*sk).sk_state_change =
+                    callback_from_usize(hooks.state_change.load(Ordering::Relaxed));
+                (*sk).sk_error_report =
+                    callback_from_usize(hooks.error_report.load(Ordering::Relaxed));
+                bindings::sci_set_user_data(sk, ptr::null_mut());
+            }
+            bindings::sci_callback_write_unlock(sk);
+        }
+    }
+
+    /// `bind(2)`.
+    pub(crate) fn bind(&self, addr: SockAddr) -> Result {
+        let f = self.ops().bind.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: forwarding the socket layer's arguments to the native socket's own op.
+        to_result(unsafe { f(self.0.as_ptr(), addr.ptr, addr.len) })
+    }
+
+    /// `connect(2)`; `flags` are the file flags (`O_NONBLOCK`).
+    pub(crate) fn connect(&self, addr: SockAddr, flags: c_int) -> Result {
+        let f = self.ops().connect.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: as in `bind`.
+        to_result(unsafe { f(self.0.as_ptr(), addr.ptr, addr.len, flags) })
+    }
+
+    /// `listen(2)`.
+    pub(crate) fn listen(&self, backlog: c_int) -> Result {
+        let f = self.ops().listen.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: as in `bind`.
+        to_result(unsafe { f(self.0.as_ptr(), backlog) })
+    }
+
+    /// `accept(2)`: a new native socket for the next connection. `arg` is the caller's
+    /// (flags, `kern`, and `is_empty` for io_uring), as `kernel_accept` does it.
+    pub(crate) fn accept(&self, arg: *mut bindings::proto_accept_arg) -> Result<Self> {
+        let f = self.ops().accept.ok_or(errno(bindings::EOPNOTSUPP))?;
+        let sk = self.sk();
+        let mut new: *mut bindings::socket = ptr::null_mut();
+        // As `kernel_accept`: an empty socket of the listener's kind takes the connection,
+        // then the listener's ops and a reference on their module.
+        // SAFETY: `sk` is live; `new` is ours until returned (released on failure).
+        unsafe {
+            to_result(bindings::sock_create_lite(
+                (*sk).__sk_common.skc_family.into(),
+                (*sk).sk_type.into(),
+                (*sk).sk_protocol.into(),
+                &mut new,
+            ))?;
+            if let Err(e) = to_result(f(self.0.as_ptr(), new, arg)) {
+                bindings::sock_release(new);
+                return Err(e);
+            }
+            (*new).ops = (*self.0.as_ptr()).ops;
+            bindings::sci_module_get((*(*new).ops).owner);
+        }
+        NonNull::new(new)
+            .map(Self)
+            .ok_or(kernel::error::code::ENOMEM)
+    }
+
+    /// `getsockname(2)` / `getpeername(2)`: the address length, address written to `addr`.
+    pub(crate) fn getname(&self, addr: *mut bindings::sockaddr, peer: c_int) -> Result<c_int> {
+        let f = self.ops().getname.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: `addr` is the socket layer's sockaddr_storage buffer.
+        count_result(unsafe { f(self.0.as_ptr(), addr, peer) })
+    }
+
+    /// `accept` that never sleeps (`EAGAIN` when no connection is queued).
+    pub(crate) fn accept_nonblock(&self, arg: *mut bindings::proto_accept_arg) -> Result<Self> {
+        // SAFETY: `arg` is the socket layer's live accept argument; a copy is used so
+        // the caller's flags stay as they were.
+        let mut copy = unsafe { *arg };
+        copy.flags |= bindings::O_NONBLOCK as c_int;
+        let r = self.accept(&mut copy);
+        // SAFETY: as above; hands back what the native accept reports (io_uring).
+        unsafe { (*arg).is_empty = copy.is_empty };
+        r
+    }
+
+    /// The native socket's poll mask, without registering a wait (the owner's wait
+    /// queue is the one waited on; the forwarders wake it).
+    pub(crate) fn poll_mask(&self, file: File) -> c_uint {
+        match self.ops().poll {
+            // SAFETY: a null poll table registers nothing.
+            Some(f) => unsafe { f(file, self.0.as_ptr(), ptr::null_mut()) },
+            None => 0,
+        }
+    }
+
+    /// `ioctl(2)` (`FIONREAD`, `SIOCOUTQ`, interface ioctls, ...).
+    pub(crate) fn ioctl(&self, cmd: c_uint, arg: c_ulong) -> Result<c_int> {
+        let f = self.ops().ioctl.ok_or(kernel::error::code::ENOIOCTLCMD)?;
+        // SAFETY: `arg` is the caller's user pointer, used in the caller's context.
+        count_result(unsafe { f(self.0.as_ptr(), cmd, arg) })
+    }
+
+    /// `SIOCGSTAMP` and friends.
+    pub(crate) fn gettstamp(
+        &self,
+        stamp: *mut c_void,
+        timeval: bool,
+        time32: bool,
+    ) -> Result<c_int> {
+        let f = self
+            .ops()
+            .gettstamp
+            .ok_or(kernel::error::code::ENOIOCTLCMD)?;
+        // SAFETY: `stamp` is the caller's user pointer.
+        count_result(unsafe { f(self.0.as_ptr(), stamp, timeval, time32) })
+    }
+
+    /// `shutdown(2)`.
+    pub(crate) fn shutdown(&self, how: c_int) -> Result {
+        let f = self.ops().shutdown.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: as in `bind`.
+        to_result(unsafe { f(self.0.as_ptr(), how) })
+    }
+
+    /// `setsockopt(2)` at `SOL_SOCKET`.
+    pub(crate) fn set_socket_option(&self, optname: c_int, val: OptVal, len: c_uint) -> Result {
+        // SAFETY: `val` is the caller's option buffer (user or kernel, as tagged).
+        to_result(unsafe {
+            bindings::sock_setsockopt(
+                self.0.as_ptr(),
+                bindings::SOL_SOCKET as c_int,
+                optname,
+                val,
+                len,
+            )
+        })
+    }
+
+    /// `setsockopt(2)` at a protocol level (`SOL_TCP`, `SOL_IP`, `SOL_IPV6`).
+    pub(crate) fn set_option(
+        &self,
+        level: c_int,
+        optname: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
+        let f = self.ops().setsockopt.ok_or(errno(bindings::ENOPROTOOPT))?;
+        // SAFETY: as in `set_socket_option`.
+        to_result(unsafe { f(self.0.as_ptr(), level, optname, val, len) })
+    }
+
+    /// `getsockopt(2)` at a protocol level, with the caller's user pointers.
+    pub(crate) fn get_option(
+        &self,
+        level: c_int,
+        optname: c_int,
+        val: *mut c_char,
+        len: *mut c_int,
+    ) -> Result {
+        let f = self.ops().getsockopt.ok_or(errno(bindings::ENOPROTOOPT))?;
+        // SAFETY: `val` and `len` are the caller's user pointers, used in its context.
+        to_result(unsafe { f(self.0.as_ptr(), level, optname, val, len) })
+    }
+
+    /// `sendmsg(2)` and every kernel sender (`kernel_sendmsg`, splice): bytes sent.
+    pub(crate) fn sendmsg(&self, msg: Msg, len: usize) -> Result<c_int> {
+        let f = self.ops().sendmsg.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: `msg` is the caller's message with its iterator (user, kvec or bvec).
+        count_result(unsafe { f(self.0.as_ptr(), msg, len) })
+    }
+
+    /// `recvmsg(2)` and every kernel receiver: bytes received.
+    pub(crate) fn recvmsg(&self, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        let f = self.ops().recvmsg.ok_or(errno(bindings::EOPNOTSUPP))?;
+        // SAFETY: as in `sendmsg`.
+        count_result(unsafe { f(self.0.as_ptr(), msg, len, flags) })
+    }
+
+    /// `splice(2)` from the socket into a pipe.
+    pub(crate) fn splice_read(
+        &self,
+        ppos: *mut bindings::loff_t,
+        pipe: *mut bindings::pipe_inode_info,
+        len: usize,
+        flags: c_uint,
+    ) -> Result<isize> {
+        let f = self.ops().splice_read.ok_or(kernel::error::code::EINVAL)?;
+        // SAFETY: forwarding the splice arguments unchanged.
+        let ret = unsafe { f(self.0.as_ptr(), ppos, pipe, len, flags) };
+        if ret < 0 {
+            Err(Error::from_errno(ret as c_int))
+        } else {
+            Ok(ret)
+        }
+    }
+
+    /// End of a splice into the socket: push what was corked.
+    pub(crate) fn splice_eof(&self) {
+        if let Some(f) = self.ops().splice_eof {
+            // SAFETY: forwarding to the native socket's op.
+            unsafe { f(self.0.as_ptr()) }
+        }
+    }
+}

@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An `AF_SCI` stream socket.
+//!
+//! Every `AF_SCI` socket owns a native TCP socket ([`Native`]) and, until the SCI data
+//! path exists, carries all its bytes over it: each operation is forwarded, and the
+//! native socket's wake-ups are forwarded back, so the program sees TCP exactly.
+//!
+//! The native socket is born `AF_INET`: `socket(2)` does not tell the family which
+//! address family a program wants. `SCI_NATIVE_FAMILY` (set by the preload for programs
+//! that asked for `AF_INET6`) or else the first IPv6 address given to bind/connect
+//! re-creates it as `AF_INET6`, replaying the options set so far. After the first bind,
+//! connect or listen the native socket never changes.
+
+mod connect;
+mod options;
+
+use crate::config::rules::{Decision, FallbackReason, Ip, NodeId};
+use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
+use crate::conn::{Conn, Gathering, Phase};
+use crate::control::ListenQueue;
+use crate::fabric::memory::msg_flags;
+use crate::proto::frame::Frame;
+use crate::socket::handover;
+use crate::socket::native::{Native, NativeHooks, SockAddr};
+use crate::socket::registry::SockInfo;
+use crate::socket::sk::OwnSk;
+use crate::socket::stack::Stack;
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use crate::sys::net::{copy_optval, kernel_optval};
+use crate::sys::net::{File, Msg, OptVal};
+use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
+use crate::sys::wake::Wake;
+use core::ffi::{c_char, c_int, c_long, c_uint};
+use core::ptr;
+use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use kernel::fmt;
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::{Arc, Mutex, SpinLock};
+use kernel::uaccess::UserSlice;
+
+/// Options longer than this are applied but not replayed on a family switch.
+const OPTION_VALUE_MAX: usize = 64;
+/// At most this many options are remembered for a family switch.
+const OPTION_RECORD_MAX: usize = 32;
+
+/// Poll bits, as in `include/uapi/linux/eventpoll.h`.
+const EPOLLIN: c_uint = 0x1;
+const EPOLLERR: c_uint = 0x8;
+const EPOLLRDNORM: c_uint = 0x40;
+
+/// `FIONREAD`/`SIOCINQ` and `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
+const SIOCINQ: c_uint = 0x541b;
+const SIOCOUTQ: c_uint = 0x5411;
+
+/// The flags of an accept (`O_NONBLOCK`, ...).
+fn accept_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
+    crate::sys::net::accept_arg_flags(arg)
+}
+
+// The reasons of the protocol core are the uapi's.
+const _: () = {
+    use bindings::*;
+    assert!(FallbackReason::None as u32 == sci_fallback_reason_SCI_FALLBACK_NONE);
+    assert!(FallbackReason::NoFabric as u32 == sci_fallback_reason_SCI_FALLBACK_NO_FABRIC);
+    assert!(FallbackReason::NotMapped as u32 == sci_fallback_reason_SCI_FALLBACK_NOT_MAPPED);
+    assert!(FallbackReason::PortExcluded as u32 == sci_fallback_reason_SCI_FALLBACK_PORT_EXCLUDED);
+    assert!(FallbackReason::PeerRejected as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_REJECTED);
+    assert!(FallbackReason::NoMemory as u32 == sci_fallback_reason_SCI_FALLBACK_NO_MEMORY);
+    assert!(FallbackReason::Timeout as u32 == sci_fallback_reason_SCI_FALLBACK_TIMEOUT);
+    assert!(FallbackReason::PeerTcp as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_TCP);
+    assert!(FallbackReason::COUNT as u32 == sci_fallback_reason___SCI_FALLBACK_MAX);
+};
+
+/// A `setsockopt` made before the native socket's family was settled.
+struct RecordedOption {
+    level: c_int,
+    name: c_int,
+    len: usize,
+    val: [u8; OPTION_VALUE_MAX],
+}
+
+/// What may change only before the socket is committed to a family.
+struct Config {
+    /// Bound, connecting, connected or listening: the native socket is final.
+    committed: bool,
+    options: KVec<RecordedOption>,
+}
+
+/// The state of one `AF_SCI` socket (lives inside its `struct sock`).
+#[pin_data]
+pub(crate) struct SciSock {
+    #[pin]
+    config: Mutex<Config>,
+    /// The native socket in use; set at creation, replaced at most once (family switch).
+    native: AtomicPtr<bindings::socket>,
+    /// The native socket replaced by a family switch, kept alive until release because a
+    /// racing call may still hold it.
+    retired: AtomicPtr<bindings::socket>,
+    /// Saved callbacks of the native socket in use.
+    hooks: NativeHooks,
+    kern: bool,
+    /// The SCI connection carrying this socket's bytes, when it has one.
+    #[pin]
+    sci: SpinLock<Option<Arc<Conn>>>,
+    /// SCI connections waiting for `accept()`, when listening over SCI too.
+    #[pin]
+    listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
+    /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
+    inprogress: AtomicBool,
+    /// A non-blocking SCI connect waiting for its answer (the connector finishes it).
+    #[pin]
+    pending: Mutex<Option<connect::ConnectAttempt>>,
+    /// `pending` is set: what poll, send and receive look at without sleeping.
+    connecting: AtomicBool,
+    /// Why the socket is native (`enum sci_fallback_reason`), decided at connect/accept.
+    fallback: AtomicU32,
+    /// Id in the module's socket registry (0 until registered).
+    registry_id: AtomicU64,
+    /// `SCI_SPIN_US`, or [`SPIN_DEFAULT`] to follow the module parameter.
+    spin_us: AtomicU32,
+    /// The file went to the native socket (`handover.rs`): the program's calls go
+    /// straight to TCP; only kernel users and calls already under way still come here.
+    handed_over: AtomicBool,
+    /// What the socket reaches below it: the control plane, the node map, the registry.
+    stack: Arc<Stack>,
+}
+
+/// `SciSock::spin_us` when the socket follows the `spin_us` module parameter.
+const SPIN_DEFAULT: u32 = u32::MAX;
+
+/// What `accept()` found.
+pub(crate) enum Accepted {
+    /// A plain TCP connection.
+    Native(Native),
+    /// An SCI connection.
+    Sci(Arc<Conn>),
+}
+
+impl SciSock {
+    /// A socket without its native socket yet, over `stack`; `kern` for kernel-created
+    /// sockets.
+    pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
+        pin_init!(Self {
+            config <- kernel::new_mutex!(
+                Config { committed: false, options: KVec::new() },
+                "SciSock::config"
+            ),
+            native: AtomicPtr::new(ptr::null_mut()),
+            retired: AtomicPtr::new(ptr::null_mut()),
+            hooks: NativeHooks::new(),
+            kern,
+            sci <- kernel::new_spinlock!(None, "SciSock::sci"),
+            listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
+            inprogress: AtomicBool::new(false),
+            pending <- kernel::new_mutex!(None, "SciSock::pending"),
+            connecting: AtomicBool::new(false),
+            fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
+            registry_id: AtomicU64::new(0),
+            spin_us: AtomicU32::new(SPIN_DEFAULT),
+            handed_over: AtomicBool::new(false),
+            stack,
+        })
+    }
+
+    /// What the socket reaches below it.
+    pub(crate) fn stack(&self) -> &Arc<Stack> {
+        &self.stack
+    }
+
+    /// Creates the native socket of a new socket (born `AF_INET`).
+    pub(crate) fn init_native(&self, own: &OwnSk) -> Result {
+        let native = Native::create(own.net(), bindings::AF_INET as c_int, self.kern)?;
+        self.install(own, native, None);
+        own.stats().socket_created();
+        Ok(())
+    }
+
+    /// Takes an accepted native socket; `listener` is the accepting socket. The peer came
+    /// over TCP (an SCI peer would have come through the fabric's listener).
+    pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
+        self.config.lock().committed = true;
+        self.install(own, native, Some(&listener.hooks));
+        own.stats().socket_created();
+        self.fall_back(own, FallbackReason::PeerTcp);
+        self.hand_over_if_connected(own, &native);
+    }
+
+    /// Once this socket's bytes go over a connected native socket (a fallback, or a TCP
+    /// peer), hands the file to it, so the program's calls cost what TCP's cost
+    /// (`handover.rs`). Kernel sockets have no file and keep forwarding.
+    fn hand_over_if_connected(&self, own: &OwnSk, native: &Native) {
+        if self.kern || self.handed_over.load(Ordering::Relaxed) {
+            return;
+        }
+        // Only a native connection puts the native socket in these states: the native
+        // socket of an SCI connection is bound, never connected.
+        let state = u32::from(native.state());
+        if state != bindings::TCP_ESTABLISHED && state != bindings::TCP_CLOSE_WAIT {
+            return;
+        }
+        if handover::hand_over(own, *native) {
+            self.handed_over.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// How long a blocking send or receive polls before it sleeps (microseconds).
+    fn spin_us(&self) -> u32 {
+        match self.spin_us.load(Ordering::Relaxed) {
+            SPIN_DEFAULT => default_spin_us(),
+            v => v,
+        }
+    }
+
+    /// Records the id the socket registry gave this socket.
+    pub(crate) fn set_registry_id(&self, id: u64) {
+        self.registry_id.store(id, Ordering::Relaxed);
+    }
+
+    /// The id in the socket registry.
+    pub(crate) fn registry_id(&self) -> u64 {
+        self.registry_id.load(Ordering::Relaxed)
+    }
+
+    /// Why the socket is native.
+    fn fallback_reason(&self) -> FallbackReason {
+        FallbackReason::from_u32(self.fallback.load(Ordering::Relaxed))
+            .unwrap_or(FallbackReason::NoFabric)
+    }
+
+    /// The reason to report: none on the SCI data path.
+    fn reason(&self, sci: bool) -> FallbackReason {
+        if sci {
+            FallbackReason::None
+        } else {
+            self.fallback_reason()
+        }
+    }
+
+    /// Records (and counts) why this connection carries its bytes natively.
+    fn fall_back(&self, own: &OwnSk, reason: FallbackReason) {
+        self.fallback.store(reason as u32, Ordering::Relaxed);
+        own.stats().fallback(reason);
+    }
+
+    fn install(&self, own: &OwnSk, native: Native, inherited: Option<&NativeHooks>) {
+        native.attach(&self.hooks, own.as_ptr(), inherited);
+        own.set_buffer_sizes(native.buffer_sizes());
+        self.native.store(native.as_ptr(), Ordering::Release);
+    }
+
+    /// The native socket in use.
+    pub(crate) fn native(&self) -> Native {
+        // Set in `init_native`/`adopt` before the socket is reachable, and never cleared
+        // before `release`.
+        Native::from_ptr(self.native.load(Ordering::Acquire))
+            .expect("AF_SCI socket without native socket")
+    }
+
+    /// Re-creates the (uncommitted) native socket as `family`, replaying the options.
+    /// A socket switches at most once (`EINVAL` after that): the replaced native socket
+    /// is kept until release, and one is enough for the one real case, `AF_INET` to
+    /// `AF_INET6`.
+    fn switch_family(&self, own: &OwnSk, config: &mut Config, family: c_int) -> Result<Native> {
+        let old = self.native();
+        if config.committed || old.family() == family {
+            return Ok(old);
+        }
+        if !self.retired.load(Ordering::Acquire).is_null() {
+            return Err(EINVAL);
+        }
+        let new = Native::create(own.net(), family, self.kern)?;
+        for opt in config.options.iter_mut() {
+            let val = kernel_optval(&mut opt.val[..opt.len]);
+            let len = opt.len as c_uint;
+            // An option the new family refuses is dropped, as it would have been refused
+            // had the program's socket been of that family from the start.
+            let _ = if opt.level == bindings::SOL_SOCKET as c_int {
+                new.set_socket_option(opt.name, val, len)
+            } else {
+                new.set_option(opt.level, opt.name, val, len)
+            };
+        }
+        old.detach(&self.hooks);
+        self.install(own, new, None);
+        self.retired.store(old.as_ptr(), Ordering::Release);
+        Ok(new)
+    }
+
+    /// The family an address asks for, if it asks for a switch.
+    fn wanted_family(addr: &SockAddr) -> Option<c_int> {
+        match addr.family() {
+            Some(f) if u32::from(f) == bindings::AF_INET6 => Some(bindings::AF_INET6 as c_int),
+            _ => None,
+        }
+    }
+
+    /// The native socket to use for `addr`: re-created as `AF_INET6` for the first IPv6
+    /// address of an uncommitted socket.
+    fn native_for(
+        &self,
+        own: &OwnSk,
+        config: &mut Config,
+        addr: Option<&SockAddr>,
+    ) -> Result<Native> {
+        match addr.and_then(Self::wanted_family) {
+            Some(family) => self.switch_family(own, config, family),
+            None => Ok(self.native()),
+        }
+    }
+
+    /// The native socket is final from now on; recorded options are no longer needed.
+    fn mark_committed(config: &mut Config) {
+        config.committed = true;
+        config.options = KVec::new();
+    }
+
+    /// Settles the family for `addr` and commits the socket to it.
+    fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
+        let mut config = self.config.lock();
+        let native = self.native_for(own, &mut config, addr)?;
+        Self::mark_committed(&mut config);
+        Ok(native)
+    }
+
+    /// Keeps an error that both the native socket and ours hold from being reported
+    /// twice: once `SO_ERROR` consumed our copy, the native one is dropped too.
+    fn sync_error(&self, own: &OwnSk, native: &Native) {
+        let mirrored = self.hooks.mirrored_error();
+        if mirrored != 0 && own.error() == 0 {
+            if native.peek_error() == mirrored {
+                native.take_error();
+            }
+            self.hooks.clear_mirrored_error();
+        }
+    }
+
+    /// After the native socket returned an error: if it was the mirrored one, it has been
+    /// consumed there, so our copy goes too.
+    fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            let mirrored = self.hooks.mirrored_error();
+            if mirrored != 0 && e.to_errno() == -mirrored {
+                if own.error() == mirrored {
+                    own.take_error();
+                }
+                self.hooks.clear_mirrored_error();
+            }
+        }
+        r
+    }
+
+    /// `bind(2)`.
+    /// A failed bind leaves the socket uncommitted, as TCP lets a program try again.
+    pub(crate) fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
+        let mut config = self.config.lock();
+        let native = self.native_for(own, &mut config, Some(&addr))?;
+        native.bind(addr)?;
+        Self::mark_committed(&mut config);
+        Ok(())
+    }
+
+    /// The SCI connection, if this socket has one.
+    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
+        self.sci.lock().clone()
+    }
+
+    /// `listen(2)`.
+    pub(crate) fn listen(&self, own: &OwnSk, backlog: c_int) -> Result {
+        if self.conn().is_some() {
+            return Err(EINVAL);
+        }
+        let native = self.commit(own, None)?;
+        native.listen(backlog)?;
+        own.set_state(bindings::TCP_LISTEN);
+        if sci_loopback_enabled() && self.listen_queue.lock().is_none() {
+            // Reachable over SCI too at the address it is bound to; if that address is
+            // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
+            let plane = &self.stack.plane;
+            if let Some(addr) = self.listen_addr(own, &native) {
+                let queue = ListenQueue::new(addr, own.wake_token())?;
+                if plane.listen(queue.clone()).is_ok() {
+                    *self.listen_queue.lock() = Some(queue);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What a listening native socket is bound to, as SCI requests are matched; `None`
+    /// for an address the SCI path does not serve (link-local IPv6).
+    fn listen_addr(&self, own: &OwnSk, native: &Native) -> Option<ListenAddr> {
+        let (ip, port) = native.addrs().local;
+        if is_link_local(ip) {
+            return None;
+        }
+        let (namespace, init_ns) = own.namespace();
+        Some(ListenAddr {
+            ip: (!ip.is_unspecified()).then(|| ip.canonical()),
+            port,
+            v6: native.family() == bindings::AF_INET6 as c_int,
+            v6only: native.v6only(),
+            namespace,
+            init_ns,
+        })
+    }
+
+    /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
+    /// SCI connections and TCP connections come through the same `accept()`.
+    pub(crate) fn accept(
+        &self,
+        own: &OwnSk,
+        arg: *mut bindings::proto_accept_arg,
+    ) -> Result<Accepted> {
+        let native = self.native();
+        self.sync_error(own, &native);
+        let Some(queue) = self.listen_queue.lock().clone() else {
+            return native.accept(arg).map(Accepted::Native);
+        };
+        let nonblock = accept_flags(arg) & bindings::O_NONBLOCK as c_int != 0;
+        let mut timeo = own.rcvtimeo(nonblock);
+        loop {
+            if let Some(conn) = queue.pop() {
+                return Ok(Accepted::Sci(conn));
+            }
+            match native.accept_nonblock(arg) {
+                Err(e) if e == EAGAIN => {}
+                r => return r.map(Accepted::Native),
+            }
+            own.wait(&mut timeo, || {
+                let mask = native.poll_mask(core::ptr::null_mut());
+                let stopped = u32::from(native.state()) != bindings::TCP_LISTEN;
+                Ok(!queue.is_empty() || stopped || mask & (EPOLLIN | EPOLLERR) != 0)
+            })?;
+        }
+    }
+
+    /// Takes an SCI connection accepted on `listener`: the new socket gets a fresh native
+    /// socket of the listener's family (for its options), and the connection.
+    pub(crate) fn adopt_sci(&self, own: &OwnSk, conn: Arc<Conn>, listener: &SciSock) -> Result {
+        let native = Native::create(own.net(), listener.native().family(), self.kern)?;
+        // As a TCP socket accepted there: the listener's TCP_NODELAY applies.
+        native.inherit_nodelay(&listener.native());
+        self.config.lock().committed = true;
+        self.install(own, native, None);
+        conn.set_owner(own.wake_token());
+        own.set_state(bindings::TCP_ESTABLISHED);
+        *self.sci.lock() = Some(conn);
+        self.fallback
+            .store(FallbackReason::None as u32, Ordering::Relaxed);
+        own.stats().socket_created();
+        own.stats().sci_connection();
+        Ok(())
+    }
+
+    /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.
+    pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
+        if let Some(conn) = self.conn() {
+            return conn.poll(self.stack.plane.fabric(), own);
+        }
+        if self.connecting.load(Ordering::Acquire) {
+            // As TCP in SYN_SENT: nothing to report until the connect is finished.
+            return 0;
+        }
+        let native = self.native();
+        self.sync_error(own, &native);
+        let (mut mask, error) = Self::native_poll(own, &native, file);
+        if self
+            .listen_queue
+            .lock()
+            .as_ref()
+            .is_some_and(|q| !q.is_empty())
+        {
+            mask |= EPOLLIN | EPOLLRDNORM;
+        }
+        if error {
+            mask |= EPOLLERR;
+        }
+        mask
+    }
+
+    /// The native socket's poll mask and whether we hold an error, read as one snapshot.
+    ///
+    /// A reset (a refused connect's RST) moves the native socket through error, state
+    /// (TCP_CLOSE), shutdown and then our copy of the error; a poll that one lands in the
+    /// middle of would mix the two sides and show POLLERR without the POLLOUT and POLLHUP
+    /// that come with it (TCP's own poll reads its state and its shutdown apart, too).
+    /// So our error is read before the native state, and the poll is taken again when
+    /// the state moved while it ran.
+    fn native_poll(own: &OwnSk, native: &Native, file: File) -> (c_uint, bool) {
+        let mut tries = 0;
+        loop {
+            let state = native.state();
+            let error = own.error() != 0;
+            // smp_rmb(): pairs with the fence in `forward_error_report`.
+            fence(Ordering::Acquire);
+            let mask = native.poll_mask(file);
+            fence(Ordering::Acquire);
+            tries += 1;
+            if native.state() == state || tries == 3 {
+                return (mask, error);
+            }
+        }
+    }
+
+    /// `shutdown(2)`.
+    pub(crate) fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        // As TCP in SYN_SENT: a shutdown disconnects.
+        self.cancel_pending(own);
+        if let Some(conn) = self.conn() {
+            let plane = &self.stack.plane;
+            if !(0..=2).contains(&how) {
+                return Err(EINVAL);
+            }
+            return conn.shutdown(plane.fabric(), how);
+        }
+        let native = self.native();
+        if how == bindings::sock_shutdown_cmd_SHUT_RD as c_int
+            || how == bindings::sock_shutdown_cmd_SHUT_RDWR as c_int
+        {
+            // A listener that stops listening stops taking SCI connections too.
+            let queue = self.listen_queue.lock().take();
+            if let Some(queue) = queue {
+                self.stack.plane.unlisten(&queue);
+            }
+        }
+        self.sync_error(own, &native);
+        native.shutdown(how)
+    }
+
+    /// `sendmsg(2)` and kernel senders (NBD's `kernel_sendmsg` with kvec/bvec).
+    pub(crate) fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
+        self.wait_connected(own, &mut own.sndtimeo(nonblock))?;
+        if let Some(conn) = self.conn() {
+            let plane = &self.stack.plane;
+            let flags = msg_flags(msg) as c_int;
+            let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+            // TCP_NODELAY and TCP_CORK live on the native socket (setsockopt goes there).
+            let nagle = self.native().nagle();
+            let how = Gathering {
+                nodelay: nagle.nodelay,
+                cork: nagle.cork,
+                more: flags & bindings::MSG_MORE as c_int != 0,
+            };
+            return conn.send(
+                plane.fabric(),
+                own,
+                msg,
+                len,
+                flags,
+                how,
+                (nonblock, self.spin_us()),
+            );
+        }
+        let native = self.native();
+        self.hand_over_if_connected(own, &native);
+        self.sync_error(own, &native);
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.sendmsg(msg, len);
+        self.consumed(own, r)
+    }
+
+    /// `recvmsg(2)` and kernel receivers.
+    pub(crate) fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+        self.wait_connected(own, &mut own.rcvtimeo(nonblock))?;
+        if let Some(conn) = self.conn() {
+            let plane = &self.stack.plane;
+            if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
+                let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+                return conn.recv(
+                    plane.fabric(),
+                    own,
+                    msg,
+                    len,
+                    flags,
+                    (nonblock, self.spin_us()),
+                );
+            }
+        }
+        let native = self.native();
+        self.hand_over_if_connected(own, &native);
+        self.sync_error(own, &native);
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.recvmsg(msg, len, flags);
+        self.consumed(own, r)
+    }
+
+    /// `getsockname`/`getpeername` of an SCI connection (`None`: ask the native socket).
+    pub(crate) fn sci_name(&self, peer: bool) -> Option<Addr> {
+        self.conn().map(|c| if peer { c.peer } else { c.local })
+    }
+
+    /// `ioctl(2)`: `SIOCINQ`/`SIOCOUTQ` answered from the queues of an SCI connection,
+    /// everything else by the native socket.
+    pub(crate) fn ioctl(&self, cmd: c_uint, arg: core::ffi::c_ulong) -> Result<c_int> {
+        let Some(conn) = self.conn() else {
+            return self.native().ioctl(cmd, arg);
+        };
+        let value = match cmd {
+            SIOCINQ => conn.inq(),
+            SIOCOUTQ => conn.outq(),
+            c if c == bindings::SIOCOUTQNSD => conn.unsent(),
+            _ => return self.native().ioctl(cmd, arg),
+        };
+        let value = c_int::try_from(value).unwrap_or(c_int::MAX);
+        UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
+            .writer()
+            .write(&value)?;
+        Ok(0)
+    }
+
+    /// The lines this socket adds to `/proc/PID/fdinfo/FD`, so an admin (and the tests) can
+    /// see that a program's socket really is `AF_SCI`, and how it carries its bytes.
+    pub(crate) fn fdinfo(&self) -> Result<CString> {
+        let native = self.native();
+        let sci = self.conn().is_some();
+        CString::try_from_fmt(fmt!(
+            "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
+            if sci { "sci" } else { "native" },
+            self.reason(sci).name(),
+            if native.family() == bindings::AF_INET6 as c_int {
+                "inet6"
+            } else {
+                "inet"
+            },
+        ))
+    }
+
+    /// What the netlink socket dump reports of this socket.
+    pub(crate) fn diag(&self, own: &OwnSk) -> SockInfo {
+        let native = self.native();
+        let addrs = native.addrs();
+        // Unbound / unconnected while the port is 0 (a failed connect keeps the address).
+        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
+        let mut info = SockInfo {
+            family: addrs.family,
+            local: set(addrs.local),
+            peer: set(addrs.peer),
+            mode: bindings::sci_mode_SCI_MODE_NATIVE,
+            fallback: self.fallback_reason(),
+            state: native.state(),
+            queue_fill: 0,
+            inode: own.inode(),
+            cookie: own.cookie(),
+            node: None,
+        };
+        if let Some(conn) = self.conn() {
+            info.local = conn.local.ip_port().or(info.local);
+            info.peer = conn.peer.ip_port();
+            info.mode = bindings::sci_mode_SCI_MODE_SCI;
+            info.fallback = FallbackReason::None;
+            info.state = bindings::TCP_ESTABLISHED as u8;
+            info.queue_fill = u32::try_from(conn.inq()).unwrap_or(u32::MAX);
+            info.node = Some(conn.peer_node.into());
+        }
+        info
+    }
+
+    /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
+    pub(crate) fn release(&self, own: &OwnSk) {
+        self.cancel_pending(own);
+        {
+            let plane = &self.stack.plane;
+            // Taken out first: the spinlock must not be held while closing (which sleeps).
+            let conn = self.sci.lock().take();
+            if let Some(conn) = conn {
+                conn.close(plane.fabric(), own.linger_zero());
+                plane.free_conn(&conn);
+            }
+            let queue = self.listen_queue.lock().take();
+            if let Some(queue) = queue {
+                plane.unlisten(&queue);
+            }
+        }
+        let native = self.native();
+        if self.handed_over.load(Ordering::Relaxed) {
+            handover::take_back(own, native);
+        }
+        native.detach(&self.hooks);
+        self.native.store(ptr::null_mut(), Ordering::Release);
+        native.release();
+        if let Some(old) = Native::from_ptr(self.retired.swap(ptr::null_mut(), Ordering::AcqRel)) {
+            old.release();
+        }
+        own.set_state(bindings::TCP_CLOSE);
+    }
+}

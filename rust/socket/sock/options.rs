@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket options of an `AF_SCI` socket: `SOL_SOCKET` goes to the native socket and is
+//! mirrored into ours (where the socket layer reads it back), the other levels go to the
+//! native socket and are recorded until the family is settled (so a switch to
+//! `AF_INET6` can replay them), and `SOL_SCI` is ours (`SCI_INFO`, `SCI_NATIVE_FAMILY`,
+//! `SCI_SPIN_US`).
+
+use super::*;
+
+impl SciSock {
+    /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
+    /// from ours), every other level to the native socket, `SOL_SCI` is ours.
+    pub(crate) fn setsockopt(
+        &self,
+        own: &OwnSk,
+        level: c_int,
+        optname: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
+        if level == bindings::SOL_SCI as c_int {
+            return self.set_sci_option(own, optname, val, len);
+        }
+        let mut config = self.config.lock();
+        let native = self.native();
+        if level == bindings::SOL_SOCKET as c_int {
+            native.set_socket_option(optname, val, len)?;
+            // Ours only mirrors what the native socket accepted; what ours cannot hold
+            // (e.g. options the socket layer checks against TCP) stays native-only.
+            let _ = own.set_socket_option(optname, val, len);
+            own.set_buffer_sizes(native.buffer_sizes());
+            own.set_reuse_flags(native.reuse_flags());
+        } else {
+            native.set_option(level, optname, val, len)?;
+        }
+        if !config.committed {
+            Self::record(&mut config, level, optname, val, len)?;
+        }
+        drop(config);
+        if level == bindings::SOL_TCP as c_int {
+            self.push_if_ungathered(&native, optname);
+        }
+        Ok(())
+    }
+
+    /// After `TCP_NODELAY` was set or `TCP_CORK` cleared, sends what an SCI connection
+    /// held back, as TCP pushes its pending frames then.
+    fn push_if_ungathered(&self, native: &Native, optname: c_int) {
+        let nagle = native.nagle();
+        let push = (optname == bindings::TCP_NODELAY as c_int && nagle.nodelay)
+            || (optname == bindings::TCP_CORK as c_int && !nagle.cork);
+        if let (true, Some(conn)) = (push, self.conn()) {
+            conn.push(self.stack.plane.fabric());
+        }
+    }
+
+    /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed,
+    /// `SCI_SPIN_US` at any time.
+    fn set_sci_option(&self, own: &OwnSk, optname: c_int, val: OptVal, len: c_uint) -> Result {
+        if optname != bindings::SCI_NATIVE_FAMILY as c_int
+            && optname != bindings::SCI_SPIN_US as c_int
+        {
+            return Err(errno(bindings::ENOPROTOOPT));
+        }
+        if (len as usize) < core::mem::size_of::<c_int>() {
+            return Err(EINVAL);
+        }
+        let mut bytes = [0u8; core::mem::size_of::<c_int>()];
+        copy_optval(&mut bytes, val)?;
+        let value = c_int::from_ne_bytes(bytes);
+        if optname == bindings::SCI_SPIN_US as c_int {
+            let spin = match value {
+                -1 => SPIN_DEFAULT,
+                v if (0..=SPIN_US_MAX as c_int).contains(&v) => v as u32,
+                _ => return Err(EINVAL),
+            };
+            self.spin_us.store(spin, Ordering::Relaxed);
+            return Ok(());
+        }
+        let family = value;
+        if family != bindings::AF_INET as c_int && family != bindings::AF_INET6 as c_int {
+            return Err(errno(bindings::EAFNOSUPPORT));
+        }
+        let mut config = self.config.lock();
+        if config.committed && self.native().family() != family {
+            return Err(errno(bindings::EISCONN));
+        }
+        self.switch_family(own, &mut config, family).map(|_| ())
+    }
+
+    fn record(config: &mut Config, level: c_int, name: c_int, val: OptVal, len: c_uint) -> Result {
+        let len = len as usize;
+        if len > OPTION_VALUE_MAX || config.options.len() >= OPTION_RECORD_MAX {
+            return Ok(());
+        }
+        let mut opt = RecordedOption {
+            level,
+            name,
+            len,
+            val: [0; OPTION_VALUE_MAX],
+        };
+        copy_optval(&mut opt.val[..len], val)?;
+        match config
+            .options
+            .iter_mut()
+            .find(|o| o.level == level && o.name == name)
+        {
+            Some(old) => *old = opt,
+            None => config.options.push(opt, GFP_KERNEL)?,
+        }
+        Ok(())
+    }
+
+    /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
+    /// from our sk): `SOL_SCI` here, the rest from the native socket.
+    pub(crate) fn getsockopt(
+        &self,
+        level: c_int,
+        optname: c_int,
+        val: *mut c_char,
+        len: *mut c_int,
+    ) -> Result {
+        if level != bindings::SOL_SCI as c_int {
+            self.native().get_option(level, optname, val, len)?;
+            let tcp_info =
+                level == bindings::SOL_TCP as c_int && optname == bindings::TCP_INFO as c_int;
+            let written = UserSlice::new(len as usize, core::mem::size_of::<c_int>())
+                .reader()
+                .read::<c_int>()?;
+            if let (Some(conn), true) = (self.conn(), tcp_info && written >= 1) {
+                // The counters are the idle native socket's; the state is the
+                // connection's (`tcpi_state` is the first byte of `struct tcp_info`).
+                let state = conn.tcp_state() as u8;
+                UserSlice::new(val as usize, 1)
+                    .writer()
+                    .write_slice(&[state])?;
+            }
+            return Ok(());
+        }
+        let native_family;
+        let spin;
+        let info;
+        let value: &[u8] = match optname as u32 {
+            bindings::SCI_INFO => {
+                info = self.info();
+                &info
+            }
+            bindings::SCI_NATIVE_FAMILY => {
+                native_family = self.native().family().to_ne_bytes();
+                &native_family
+            }
+            bindings::SCI_SPIN_US => {
+                spin = (self.spin_us() as c_int).to_ne_bytes();
+                &spin
+            }
+            _ => return Err(errno(bindings::ENOPROTOOPT)),
+        };
+        let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
+        let user_len = len_reader.read::<c_int>()?;
+        if user_len < 0 || (user_len as usize) < value.len() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(val as usize, value.len())
+            .writer()
+            .write_slice(value)?;
+        UserSlice::new(len as usize, core::mem::size_of::<c_int>())
+            .writer()
+            .write(&(value.len() as c_int))
+    }
+
+    /// `struct sci_info` as bytes (four native-endian `__u32`).
+    fn info(&self) -> [u8; 16] {
+        let native = self.native();
+        let sci = self.conn().is_some();
+        let fields = [
+            if sci {
+                bindings::sci_mode_SCI_MODE_SCI
+            } else {
+                bindings::sci_mode_SCI_MODE_NATIVE
+            },
+            self.reason(sci).as_u32(),
+            native.family() as u32,
+            match self.conn() {
+                Some(conn) => conn.tcp_state(),
+                None => u32::from(native.state()),
+            },
+        ];
+        let mut out = [0u8; 16];
+        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&v.to_ne_bytes());
+        }
+        out
+    }
+}

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
+//! sockets created, connections over SCI, fallbacks per reason. They live in the
+//! namespace's `net_generic` data, a C `struct sci_net_stats`.
+
+use crate::config::rules::FallbackReason;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The counters of one network namespace: its `net_generic` data, a C
+/// `struct sci_net_stats` (zeroed at creation; all-zero is a valid value of this type).
+#[repr(C)]
+pub(crate) struct NetStats {
+    sockets: AtomicU64,
+    sci_connections: AtomicU64,
+    fallbacks: [AtomicU64; FallbackReason::COUNT],
+}
+
+const _: () = {
+    use core::mem::{align_of, size_of};
+    assert!(size_of::<NetStats>() == size_of::<crate::sys::bindings::sci_net_stats>());
+    assert!(align_of::<NetStats>() <= align_of::<crate::sys::bindings::sci_net_stats>());
+};
+
+/// The counters at one moment.
+pub(crate) struct StatsSnapshot {
+    /// `AF_SCI` sockets created (`socket()` and `accept()`).
+    pub(crate) sockets: u64,
+    /// Connections that went over SCI.
+    pub(crate) sci_connections: u64,
+    /// Connections that fell back, per reason (indexed by the reason's value).
+    pub(crate) fallbacks: [u64; FallbackReason::COUNT],
+}
+
+impl NetStats {
+    /// One more `AF_SCI` socket.
+    pub(crate) fn socket_created(&self) {
+        self.sockets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more connection over SCI.
+    pub(crate) fn sci_connection(&self) {
+        self.sci_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more connection that fell back for `reason`.
+    pub(crate) fn fallback(&self, reason: FallbackReason) {
+        if let Some(counter) = self.fallbacks.get(reason.as_u32() as usize) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The counters now.
+    pub(crate) fn snapshot(&self) -> StatsSnapshot {
+        let mut fallbacks = [0; FallbackReason::COUNT];
+        for (out, counter) in fallbacks.iter_mut().zip(&self.fallbacks) {
+            *out = counter.load(Ordering::Relaxed);
+        }
+        StatsSnapshot {
+            sockets: self.sockets.load(Ordering::Relaxed),
+            sci_connections: self.sci_connections.load(Ordering::Relaxed),
+            fallbacks,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+/* af_sci C helpers, params: see params.h. No logic lives here. */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/net.h>
+#include "../../../uapi/linux/af_sci.h"
+#include "params.h"
+
+static int family = AF_SCI_DEFAULT;
+module_param(family, int, 0444);
+MODULE_PARM_DESC(family, "Address family number to register (default 27)");
+
+int sci_family_param(void)
+{
+	return family;
+}
+
+static bool sci_loopback = true;
+module_param(sci_loopback, bool, 0644);
+MODULE_PARM_DESC(sci_loopback, "Carry connections to this node's own addresses (127.0.0.0/8, ::1, interface addresses) over the loopback fabric's shared-memory queues (default on)");
+
+bool sci_loopback_param(void)
+{
+	return READ_ONCE(sci_loopback);
+}
+
+static int spin_us;
+module_param(spin_us, int, 0644);
+MODULE_PARM_DESC(spin_us, "Microseconds a blocking send/receive on the SCI data path polls before sleeping (default 0; per socket: SCI_SPIN_US)");
+
+int sci_spin_us_param(void)
+{
+	return READ_ONCE(spin_us);
+}
+
+static bool fabric_selftest;
+module_param(fabric_selftest, bool, 0444);
+MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");
+
+bool sci_fabric_selftest_param(void)
+{
+	return fabric_selftest;
+}
+
+static char *fabric = "auto";
+module_param(fabric, charp, 0444);
+MODULE_PARM_DESC(fabric, "Fabric backend: auto (ivshmem if the device is present, else loopback), loopback or ivshmem");
+
+const char *sci_fabric_param(void)
+{
+	return fabric;
+}
+
+static int node_id = -1;
+module_param(node_id, int, 0444);
+MODULE_PARM_DESC(node_id, "This node's id on the ivshmem fabric (default -1: the device's IVPosition; ivshmem-plain needs it)");
+
+int sci_node_id_param(void)
+{
+	return node_id;
+}
+
+static unsigned int ivshmem_nodes = 8;
+module_param(ivshmem_nodes, uint, 0444);
+MODULE_PARM_DESC(ivshmem_nodes, "Node table size when this node formats the shared region (1..32, default 8)");
+
+unsigned int sci_ivshmem_nodes_param(void)
+{
+	return ivshmem_nodes;
+}
+
+static unsigned int ivshmem_timeout_ms = 2000;
+module_param(ivshmem_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(ivshmem_timeout_ms, "A peer whose heartbeat stands still this long (ms) is down (default 2000)");
+
+unsigned int sci_ivshmem_timeout_param(void)
+{
+	return ivshmem_timeout_ms;
+}
+
+/* Test only: the ivshmem self-test also connects to this node's AF_SCI listener. */
+static int ivshmem_test_peer = -1;
+module_param(ivshmem_test_peer, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_peer, "Test: with fabric_selftest=1, connect to this node's ivshmem_test_port over the ivshmem fabric (default -1: no)");
+static int ivshmem_test_port = 7000;
+module_param(ivshmem_test_port, int, 0444);
+MODULE_PARM_DESC(ivshmem_test_port, "Test: the port ivshmem_test_peer listens on (default 7000)");
+static unsigned int ivshmem_test_hold;
+module_param(ivshmem_test_hold, uint, 0444);
+MODULE_PARM_DESC(ivshmem_test_hold, "Test: seconds to hold that connection open (default 0)");
+
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold)
+{
+	*peer = ivshmem_test_peer;
+	*port = ivshmem_test_port;
+	*hold = ivshmem_test_hold;
+}

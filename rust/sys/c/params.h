@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * af_sci C helpers, module parameters: declared here with module_param() and read from
+ * Rust through these getters (rust/sys/params.rs); the writable ones (0644) with
+ * READ_ONCE.
+ */
+#ifndef AF_SCI_SYS_PARAMS_H
+#define AF_SCI_SYS_PARAMS_H
+
+#include <linux/moduleparam.h>
+#include <linux/types.h>
+
+/* "family" (default AF_SCI_DEFAULT): the address family number to register. */
+int sci_family_param(void);
+/* "sci_loopback" (default on): the SCI data path over loopback. Writable. */
+bool sci_loopback_param(void);
+/* "spin_us" (default 0): how long a blocking call polls before sleeping. Writable. */
+int sci_spin_us_param(void);
+/* "fabric_selftest" (default off). */
+bool sci_fabric_selftest_param(void);
+/* The fabric choice and the inter-VM (ivshmem) backend. */
+const char *sci_fabric_param(void);		/* "auto", "loopback" or "ivshmem" */
+int sci_node_id_param(void);			/* -1: from the device */
+unsigned int sci_ivshmem_nodes_param(void);	/* node table size when formatting */
+unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node down */
+void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
+
+#endif /* AF_SCI_SYS_PARAMS_H */

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+/* af_sci C helpers, pci: see pci.h. No logic lives here. */
+#include "pci.h"
+
+int sci_pci_register_driver(struct pci_driver *drv)
+{
+	return pci_register_driver(drv);
+}
+
+resource_size_t sci_pci_resource_start(struct pci_dev *pdev, int bar)
+{
+	return pci_resource_start(pdev, bar);
+}
+
+resource_size_t sci_pci_resource_len(struct pci_dev *pdev, int bar)
+{
+	return pci_resource_len(pdev, bar);
+}
+
+void sci_pci_set_drvdata(struct pci_dev *pdev, void *data) { pci_set_drvdata(pdev, data); }
+void *sci_pci_get_drvdata(struct pci_dev *pdev) { return pci_get_drvdata(pdev); }
+const char *sci_pci_name(const struct pci_dev *pdev) { return pci_name(pdev); }
+struct pci_driver *sci_pci_driver_of(struct pci_dev *pdev) { return to_pci_driver(pdev->dev.driver); }

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+/* af_sci C helpers, sched: see sched.h. No logic lives here. */
+#include "sched.h"
+
+void sci_cpu_relax(void)
+{
+	cpu_relax();
+}
+
+bool sci_need_resched(void)
+{
+	return need_resched();
+}
+
+long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
+
+struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name)
+{
+	return kthread_run(fn, data, "%s", name);
+}
+
+bool sci_kthread_should_stop(void) { return kthread_should_stop(); }
+int sci_kthread_stop(struct task_struct *task) { return kthread_stop(task); }

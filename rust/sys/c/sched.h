@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * af_sci C helpers, scheduling: kernel threads (rust/sys/kthread.rs), and what spinning
+ * and timeouts need.
+ */
+#ifndef AF_SCI_SYS_SCHED_H
+#define AF_SCI_SYS_SCHED_H
+
+#include <linux/kthread.h>
+#include <linux/sched.h>
+#include <linux/jiffies.h>
+
+/* Kernel threads: run fn(data) until it returns; stop = ask and wait. */
+struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name);
+bool sci_kthread_should_stop(void);
+int sci_kthread_stop(struct task_struct *task);
+
+/* Spinning (spin_us): relax the CPU, and whether to yield it. */
+void sci_cpu_relax(void);
+bool sci_need_resched(void);
+
+long sci_msecs_to_jiffies(unsigned int msecs);
+
+#endif /* AF_SCI_SYS_SCHED_H */

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+/* af_sci C helpers, sock: see sock.h. No logic lives here. */
+#include <linux/fs.h>
+#include <net/tcp.h>
+#include "sock.h"
+
+u64 sci_net_cookie(const struct net *net)
+{
+	return net->net_cookie;
+}
+
+bool sci_net_is_init(const struct net *net)
+{
+	return net_eq(net, &init_net);
+}
+
+bool sci_sk_ipv6only(const struct sock *sk)
+{
+	return sk->sk_family == AF_INET6 && sk->sk_ipv6only;
+}
+
+bool sci_linger_zero(const struct sock *sk)
+{
+	return sock_flag(sk, SOCK_LINGER) && !READ_ONCE(sk->sk_lingertime);
+}
+
+static_assert(SCI_NAGLE_OFF == TCP_NAGLE_OFF && SCI_NAGLE_CORK == TCP_NAGLE_CORK);
+
+unsigned int sci_tcp_nagle(const struct sock *sk)
+{
+	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+		return 0;
+	/* A lockless read, as tcp_sendmsg reads it under the lock: a racing setsockopt
+	 * is seen by this write or the next one (both flush, see options.rs). */
+	return tcp_sk(sk)->nonagle & (TCP_NAGLE_OFF | TCP_NAGLE_CORK);
+}
+
+void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
+{
+	if (sci_tcp_nagle(from) & TCP_NAGLE_OFF && to->sk_protocol == IPPROTO_TCP)
+		tcp_sock_set_nodelay(to);
+}
+
+static struct proto sci_proto = {
+	.name		= "AF_SCI",
+	.owner		= THIS_MODULE,
+};
+
+int sci_proto_register(unsigned int obj_size)
+{
+	sci_proto.obj_size = obj_size;
+	return proto_register(&sci_proto, 0);
+}
+
+void sci_proto_unregister(void)
+{
+	proto_unregister(&sci_proto);
+}
+
+struct sock *sci_sk_alloc(struct net *net, int family, int kern)
+{
+	return sk_alloc(net, family, GFP_KERNEL, &sci_proto, kern);
+}
+
+void sci_lock_sock(struct sock *sk) { lock_sock(sk); }
+void sci_module_get(struct module *module) { __module_get(module); }
+void sci_sock_hold(struct sock *sk) { sock_hold(sk); }
+void sci_sock_put(struct sock *sk) { sock_put(sk); }
+void sci_sock_orphan(struct sock *sk) { sock_orphan(sk); }
+void sci_sock_graft(struct sock *sk, struct socket *parent) { sock_graft(sk, parent); }
+int sci_sock_error(struct sock *sk) { return sock_error(sk); }
+
+void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait)
+{
+	sock_poll_wait(file, sock, wait);
+}
+
+void sci_set_custom_sockopt(struct socket *sock)
+{
+	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+}
+
+/* A kernel user (NBD) sets these on the AF_SCI socket; the native socket must obey them. */
+void sci_copy_alloc_flags(struct sock *to, const struct sock *from)
+{
+	gfp_t gfp = READ_ONCE(from->sk_allocation);
+
+	if (READ_ONCE(to->sk_allocation) != gfp)
+		WRITE_ONCE(to->sk_allocation, gfp);
+	if (to->sk_use_task_frag != from->sk_use_task_frag)
+		to->sk_use_task_frag = from->sk_use_task_frag;
+	if (sock_flag(from, SOCK_MEMALLOC) && !sock_flag(to, SOCK_MEMALLOC))
+		sk_set_memalloc(to);
+}
+
+struct net *sci_sock_net(const struct sock *sk)
+{
+	return sock_net(sk);
+}
+
+int sci_copy_from_sockptr(void *dst, sockptr_t src, size_t size)
+{
+	return copy_from_sockptr(dst, src, size) ? -EFAULT : 0;
+}
+
+sockptr_t sci_kernel_sockptr(void *p)
+{
+	return KERNEL_SOCKPTR(p);
+}
+
+void sci_callback_write_lock(struct sock *sk) { write_lock_bh(&sk->sk_callback_lock); }
+void sci_callback_write_unlock(struct sock *sk) { write_unlock_bh(&sk->sk_callback_lock); }
+void sci_callback_read_lock(struct sock *sk) { read_lock_bh(&sk->sk_callback_lock); }
+void sci_callback_read_unlock(struct sock *sk) { read_unlock_bh(&sk->sk_callback_lock); }
+
+void sci_set_user_data(struct sock *sk, void *data)
+{
+	__rcu_assign_sk_user_data_with_flags(sk, data, SK_USER_DATA_NOCOPY);
+}
+
+/* Read under sk_callback_lock (not RCU), as smc_clcsock_user_data() does. */
+void *sci_user_data(struct sock *sk)
+{
+	return (void *)((uintptr_t)sk->sk_user_data & SK_USER_DATA_PTRMASK);
+}
+
+/*
+ * TCP's proto_ops for @family, read from a probe socket: inet6_stream_ops is not
+ * exported, and the table of a live socket is what a fallen-back socket must copy.
+ * NULL when the family cannot be created (no IPv6).
+ */
+const struct proto_ops *sci_tcp_ops(int family)
+{
+	const struct proto_ops *ops;
+	struct socket *sock;
+
+	if (sock_create_kern(&init_net, family, SOCK_STREAM, IPPROTO_TCP, &sock))
+		return NULL;
+	ops = sock->ops;
+	sock_release(sock);
+	return ops;
+}
+
+/* The socket a socket file was created for (its inode's), whatever private_data says. */
+struct socket *sci_file_socket(struct file *file)
+{
+	return SOCKET_I(file_inode(file));
+}
+
+void sci_sock_set_fasync(struct sock *sk, bool on)
+{
+	if (on)
+		sock_set_flag(sk, SOCK_FASYNC);
+	else
+		sock_reset_flag(sk, SOCK_FASYNC);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * af_sci C helpers, sockets: AF_SCI's struct proto, and the static inlines and macros of
+ * net/sock.h and linux/tcp.h that the socket layer needs (rust/socket/, rust/sys/net.rs).
+ */
+#ifndef AF_SCI_SYS_SOCK_H
+#define AF_SCI_SYS_SOCK_H
+
+#include <linux/net.h>
+#include <linux/poll.h>
+#include <linux/socket.h>
+#include <linux/sockptr.h>
+#include <linux/tcp.h>
+#include <net/sock.h>
+#include <net/tcp_states.h>
+
+/* Our struct proto: obj_size is the Rust socket's size, known only at load time. */
+int sci_proto_register(unsigned int obj_size);
+void sci_proto_unregister(void);
+struct sock *sci_sk_alloc(struct net *net, int family, int kern);
+
+/* A network namespace's cookie, and whether it is the initial namespace. */
+u64 sci_net_cookie(const struct net *net);
+bool sci_net_is_init(const struct net *net);
+/* IPV6_V6ONLY of an AF_INET6 sock (false for AF_INET). */
+bool sci_sk_ipv6only(const struct sock *sk);
+/* SO_LINGER with a zero timeout: close aborts. */
+bool sci_linger_zero(const struct sock *sk);
+/*
+ * TCP_NODELAY and TCP_CORK as a TCP sock holds them (the TCP_NAGLE_OFF and TCP_NAGLE_CORK
+ * bits of tcp_sk(sk)->nonagle, a bitfield), 0 for a sock that is not TCP; and TCP_NODELAY
+ * passed on from a listener to an accepted sock, as TCP's accept does.
+ */
+#define SCI_NAGLE_OFF	1
+#define SCI_NAGLE_CORK	2
+unsigned int sci_tcp_nagle(const struct sock *sk);
+void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from);
+
+/* Static inlines and macros of net/sock.h. */
+void sci_lock_sock(struct sock *sk);
+void sci_module_get(struct module *module);
+void sci_sock_hold(struct sock *sk);
+void sci_sock_put(struct sock *sk);
+void sci_sock_orphan(struct sock *sk);
+void sci_sock_graft(struct sock *sk, struct socket *parent);
+int sci_sock_error(struct sock *sk);
+void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
+void sci_set_custom_sockopt(struct socket *sock);
+void sci_copy_alloc_flags(struct sock *to, const struct sock *from);
+struct net *sci_sock_net(const struct sock *sk);
+int sci_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
+sockptr_t sci_kernel_sockptr(void *p);
+void sci_sock_set_fasync(struct sock *sk, bool on);
+
+/* The native socket's callbacks are forwarded under its sk_callback_lock. */
+void sci_callback_write_lock(struct sock *sk);
+void sci_callback_write_unlock(struct sock *sk);
+void sci_callback_read_lock(struct sock *sk);
+void sci_callback_read_unlock(struct sock *sk);
+/*
+ * sk_user_data with SK_USER_DATA_NOCOPY, so accepted children never inherit it; read and
+ * written under sk_callback_lock.
+ */
+void sci_set_user_data(struct sock *sk, void *data);
+void *sci_user_data(struct sock *sk);
+
+/* TCP's proto_ops for family (NULL without it), and the socket a socket file was made for. */
+const struct proto_ops *sci_tcp_ops(int family);
+struct socket *sci_file_socket(struct file *file);
+
+#endif /* AF_SCI_SYS_SOCK_H */

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+/* af_sci C helpers, wait: see wait.h. No logic lives here. */
+#include "wait.h"
+
+static void sci_wake(struct sock *sk, __poll_t key, int async_how, int async_band)
+{
+	struct socket_wq *wq;
+
+	rcu_read_lock();
+	wq = rcu_dereference(sk->sk_wq);
+	if (skwq_has_sleeper(wq)) {
+		if (key)
+			wake_up_interruptible_sync_poll(&wq->wait, key);
+		else
+			wake_up_interruptible_all(&wq->wait);
+	}
+	if (async_band)
+		sk_wake_async_rcu(sk, async_how, async_band);
+	rcu_read_unlock();
+}
+
+bool sci_sock_watched(struct sock *sk)
+{
+	bool watched;
+
+	rcu_read_lock();
+	watched = skwq_has_sleeper(rcu_dereference(sk->sk_wq)) ||
+		  sock_flag(sk, SOCK_FASYNC);
+	rcu_read_unlock();
+	return watched;
+}
+
+void sci_wake_readable(struct sock *sk)
+{
+	sci_wake(sk, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND, SOCK_WAKE_WAITD, POLL_IN);
+}
+
+void sci_wake_writable(struct sock *sk)
+{
+	sci_wake(sk, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND, SOCK_WAKE_SPACE, POLL_OUT);
+}
+
+void sci_wake_state(struct sock *sk)
+{
+	sci_wake(sk, 0, 0, 0);
+}
+
+void sci_wake_error(struct sock *sk)
+{
+	sci_wake(sk, EPOLLERR, SOCK_WAKE_IO, POLL_ERR);
+}
+
+void sci_wait_init(struct wait_queue_entry *wait)
+{
+	init_wait(wait);
+	wait->func = woken_wake_function;
+}
+
+void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait)
+{
+	add_wait_queue(sk_sleep(sk), wait);
+}
+
+long sci_wait_sleep(struct wait_queue_entry *wait, long timeo)
+{
+	return wait_woken(wait, TASK_INTERRUPTIBLE, timeo);
+}
+
+void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait)
+{
+	remove_wait_queue(sk_sleep(sk), wait);
+}
+
+bool sci_signal_pending(void) { return signal_pending(current); }
+long sci_sock_rcvtimeo(const struct sock *sk, bool noblock) { return sock_rcvtimeo(sk, noblock); }
+long sci_sock_sndtimeo(const struct sock *sk, bool noblock) { return sock_sndtimeo(sk, noblock); }
+int sci_sock_intr_errno(long timeo) { return sock_intr_errno(timeo); }
+void sci_send_sigpipe(void) { send_sig(SIGPIPE, current, 0); }

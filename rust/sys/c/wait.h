@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * af_sci C helpers, waiting and waking: a socket's wait queue, the poll keys of the
+ * kernel's default callbacks, timeouts and signals (rust/sys/wake.rs, rust/socket/sk.rs).
+ */
+#ifndef AF_SCI_SYS_WAIT_H
+#define AF_SCI_SYS_WAIT_H
+
+#include <linux/sched/signal.h>
+#include <linux/wait.h>
+#include <net/sock.h>
+
+/*
+ * Wake whoever waits on sk (poll, epoll, blocking calls, SIGIO) with the poll key the
+ * kernel's default callbacks use, so edge-triggered epoll sees what it would see on TCP.
+ */
+void sci_wake_readable(struct sock *sk);	/* as sock_def_readable */
+void sci_wake_writable(struct sock *sk);	/* as sk_stream_write_space */
+void sci_wake_state(struct sock *sk);		/* as sock_def_wakeup */
+void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
+
+/*
+ * Whether anyone besides the caller watches sk for the next arrival: an entry on its
+ * wait queue (poll, select, epoll registered or a sleeper) or O_ASYNC. A recv that
+ * leaves data behind asks the peer for the next doorbell only then (TCP wakes on every
+ * segment; a plain blocking reader needs no doorbell while it is not asleep).
+ */
+bool sci_sock_watched(struct sock *sk);
+
+/*
+ * Sleeping on a socket's wait queue without losing a wake-up: add the entry first,
+ * re-check the condition, then sleep (wait_woken remembers a wake that came between).
+ */
+void sci_wait_init(struct wait_queue_entry *wait);
+void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait);
+long sci_wait_sleep(struct wait_queue_entry *wait, long timeo);
+void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait);
+bool sci_signal_pending(void);
+long sci_sock_rcvtimeo(const struct sock *sk, bool noblock);
+long sci_sock_sndtimeo(const struct sock *sk, bool noblock);
+int sci_sock_intr_errno(long timeo);
+void sci_send_sigpipe(void);
+
+#endif /* AF_SCI_SYS_WAIT_H */

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The networking objects the socket layer passes through or queries: opaque message,
+//! file, poll table and option-value arguments, accept flags, and the routing questions a
+//! connect asks (is an address this host's, which source address would TCP use).
+
+use crate::sys::bindings;
+use core::ffi::c_int;
+use kernel::error::{to_result, Result};
+
+/// Whether the IPv4 address `a` is one of this host's interfaces in namespace `net`
+/// (`inet_addr_type() == RTN_LOCAL`).
+pub(crate) fn addr4_is_local(net: *mut bindings::net, a: [u8; 4]) -> bool {
+    // SAFETY: `net` is the namespace of a live socket; the address is passed by value.
+    unsafe { bindings::sci_addr4_is_local(net, u32::from_ne_bytes(a)) }
+}
+
+/// Whether the IPv6 address `a` is one of this host's interfaces in namespace `net`
+/// (`ipv6_chk_addr()`).
+pub(crate) fn addr6_is_local(net: *mut bindings::net, a: [u8; 16]) -> bool {
+    // SAFETY: `in6_addr` is a 16-byte union of integer arrays: any bytes are valid.
+    let addr = unsafe { core::mem::transmute::<[u8; 16], bindings::in6_addr>(a) };
+    // SAFETY: `net` is the namespace of a live socket; `addr` lives across the call.
+    unsafe { bindings::sci_addr6_is_local(net, &addr) }
+}
+
+/// The source address a TCP connect from namespace `net` to the IPv4 address `dest`
+/// would use: the preferred source of the route to it (`ip_route_output_key()`).
+pub(crate) fn route4_source(net: *mut bindings::net, dest: [u8; 4]) -> Result<[u8; 4]> {
+    let mut src = 0u32;
+    // SAFETY: `net` is the namespace of a live socket; `src` lives across the call.
+    to_result(unsafe { bindings::sci_route4_source(net, u32::from_ne_bytes(dest), &mut src) })?;
+    Ok(src.to_ne_bytes())
+}
+
+/// The same for the IPv6 address `dest` (`ip6_dst_lookup()`).
+pub(crate) fn route6_source(net: *mut bindings::net, dest: [u8; 16]) -> Result<[u8; 16]> {
+    // SAFETY: `in6_addr` is a 16-byte union of integer arrays: any bytes are valid.
+    let addr = unsafe { core::mem::transmute::<[u8; 16], bindings::in6_addr>(dest) };
+    let mut src = bindings::in6_addr::default();
+    // SAFETY: as above; `addr` and `src` live across the call.
+    to_result(unsafe { bindings::sci_route6_source(net, &addr, &mut src) })?;
+    // SAFETY: any 16 bytes are a valid `[u8; 16]`.
+    Ok(unsafe { core::mem::transmute::<bindings::in6_addr, [u8; 16]>(src) })
+}
+
+/// The flags (`O_NONBLOCK`, ...) of an accept.
+pub(crate) fn accept_arg_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
+    // SAFETY: the socket layer passes a live accept argument.
+    unsafe { (*arg).flags }
+}
+
+/// Opaque arguments that are passed through to the native socket unchanged.
+pub(crate) type Msg = *mut bindings::msghdr;
+/// A `struct file` of a socket (only ever passed through).
+pub(crate) type File = *mut bindings::file;
+/// A `poll_table` (only ever passed through).
+pub(crate) type PollTable = *mut bindings::poll_table_struct;
+/// An option value, user or kernel memory.
+pub(crate) type OptVal = bindings::sockptr_t;
+
+/// Builds an option value in kernel memory, for replaying a recorded option.
+pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
+    // SAFETY: builds a tagged pointer; the buffer outlives the call it is passed to.
+    unsafe { bindings::sci_kernel_sockptr(buf.as_mut_ptr().cast()) }
+}
+
+/// Copies `dst.len()` bytes of an option value (user or kernel memory).
+pub(crate) fn copy_optval(dst: &mut [u8], src: OptVal) -> Result {
+    // SAFETY: `dst` is a valid buffer of its length; `src` is checked by copy_from_sockptr.
+    to_result(unsafe { bindings::sci_copy_from_sockptr(dst.as_mut_ptr().cast(), src, dst.len()) })
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module's parameters (`c/params.c` declares them with `module_param`), read through
+//! its getters, and the fixed limits that go with them.
+
+use crate::sys::bindings;
+use core::ffi::c_long;
+use kernel::prelude::*;
+
+/// How long an SCI connect waits for the listener's answer before falling back to TCP
+/// (milliseconds). A live node answers at once; this only bounds the wait for a node that
+/// stopped answering (a loaded listener thread may take a while for a burst of connects).
+pub(crate) const CONNECT_TIMEOUT_MS: u32 = 5000;
+
+/// [`CONNECT_TIMEOUT_MS`] in jiffies.
+pub(crate) fn connect_timeout() -> c_long {
+    // SAFETY: a pure conversion.
+    unsafe { bindings::sci_msecs_to_jiffies(CONNECT_TIMEOUT_MS) }
+}
+
+/// Largest spin a socket may ask for (`SCI_SPIN_US`), in microseconds.
+pub(crate) const SPIN_US_MAX: u32 = 10_000;
+
+/// The `spin_us` module parameter: microseconds a blocking send or receive polls before
+/// it sleeps, for sockets that did not set `SCI_SPIN_US`.
+pub(crate) fn default_spin_us() -> u32 {
+    // SAFETY: reads a module parameter.
+    let v = unsafe { bindings::sci_spin_us_param() };
+    u32::try_from(v).unwrap_or(0).min(SPIN_US_MAX)
+}
+
+/// Whether the `sci_loopback` module parameter enables the SCI data path.
+pub(crate) fn sci_loopback_enabled() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_loopback_param() }
+}
+
+/// Whether the `fabric_selftest` module parameter asks for the load-time self-test.
+pub(crate) fn fabric_selftest_requested() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_fabric_selftest_param() }
+}
+
+/// The fabric's module parameters.
+pub(crate) struct FabricParams {
+    /// `fabric`: "auto", "loopback" or "ivshmem".
+    pub(crate) fabric: &'static CStr,
+    /// `node_id`: this node's id on the ivshmem fabric, -1 for the device's.
+    pub(crate) node_id: i32,
+    /// `ivshmem_nodes`: node table size when this node formats the region.
+    pub(crate) nodes: u32,
+    /// `ivshmem_timeout_ms`: heartbeat timeout.
+    pub(crate) timeout_ms: u32,
+    /// Test only: `ivshmem_test_peer` (-1: none), `ivshmem_test_port`,
+    /// `ivshmem_test_hold` (seconds).
+    pub(crate) test_peer: i32,
+    /// See `test_peer`.
+    pub(crate) test_port: i32,
+    /// See `test_peer`.
+    pub(crate) test_hold: u32,
+}
+
+/// Reads the fabric's module parameters (read-only after load).
+pub(crate) fn fabric_params() -> FabricParams {
+    // SAFETY: reads read-only module parameters; a `charp` parameter is NULL or a
+    // NUL-terminated string that lives until the module is unloaded.
+    unsafe {
+        let p = bindings::sci_fabric_param();
+        let (mut test_peer, mut test_port, mut test_hold) = (-1, 0, 0);
+        bindings::sci_ivshmem_test_params(&mut test_peer, &mut test_port, &mut test_hold);
+        FabricParams {
+            fabric: if p.is_null() {
+                kernel::c_str!("auto")
+            } else {
+                CStr::from_char_ptr(p.cast())
+            },
+            node_id: bindings::sci_node_id_param(),
+            nodes: bindings::sci_ivshmem_nodes_param(),
+            timeout_ms: bindings::sci_ivshmem_timeout_param(),
+            test_peer,
+            test_port,
+            test_hold,
+        }
+    }
+}

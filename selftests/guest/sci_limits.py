@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Limits of the SCI data path, run under sci-run with af_sci loaded (selftests/guest/guest-suite).
+
+  sci_limits.py backpressure SCICTL
+      A writer fills one SCI connection until the ring is full: a non-blocking send
+      reports EAGAIN after about one ring, a blocking writer then advances only as a slow
+      reader drains, every byte arrives once and in order (checksummed), and scictl shows
+      the reader's queue fill while the pipe is full.
+
+  sci_limits.py exhaustion
+      Opens connections until the fabric has no connection slot left: the next
+      connections fall back to TCP with reason no-memory and still carry bytes; once
+      SCI connections are closed, new connections take the SCI path again.
+
+  sci_limits.py spin
+      The SCI_SPIN_US socket option and the spin_us module parameter: values, limits,
+      errors, and ping-pong plus a checksummed stream with waits that spin first.
+
+Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
+Exit status 0 only if every check passed.
+"""
+import hashlib
+import json
+import resource
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+SOL_SCI, SCI_INFO, SCI_SPIN_US = 300, 1, 3
+SPIN_PARAM = "/sys/module/af_sci/parameters/spin_us"
+MODE_SCI = 1
+REASONS = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
+           4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
+RING = 256 << 10  # the receive ring of each connection end (rust/sci_conn.rs RING_LOG2)
+
+
+def info(sock):
+    mode, reason, _, _ = struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))
+    return mode, REASONS.get(reason, str(reason))
+
+
+def expect(cond, what):
+    if not cond:
+        sys.exit(f"FAIL: {what}")
+    print(f"ok: {what}")
+
+
+def pair(listener):
+    cli = socket.create_connection(listener.getsockname())
+    acc, _ = listener.accept()
+    return cli, acc
+
+
+def listener():
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1024)
+    return srv
+
+
+def backpressure(scictl):
+    srv = listener()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI and info(acc)[0] == MODE_SCI, "both ends are SCI")
+    block = hashlib.sha256(b"backpressure").digest() * 2048  # 64 KiB
+    sent = hashlib.sha256()
+
+    # Non-blocking: the writer stops with EAGAIN once the peer's ring is full.
+    cli.setblocking(False)
+    queued = 0
+    try:
+        while True:
+            n = cli.send(block)
+            sent.update(block[:n])
+            queued += n
+    except BlockingIOError:
+        pass
+    expect(RING // 2 <= queued <= RING, f"a full ring stops a non-blocking writer ({queued} bytes queued)")
+
+    # scictl sees the reader's queue fill while the pipe is full.
+    port = acc.getsockname()[1]
+    socks = json.loads(subprocess.check_output([scictl, "--json", "sockets"]))
+    fills = [s["queue_fill"] for s in socks if s["local"] and s["local"]["port"] == port
+             and s["peer"] and s["peer"]["port"] == cli.getsockname()[1]]
+    expect(fills == [queued], f"scictl sockets shows the reader's queue fill ({fills}, expected [{queued}])")
+
+    # Blocking: the writer advances only as the slow reader drains.
+    cli.setblocking(True)
+    total = queued + 4 * RING
+    progress = {"written": queued}
+
+    def writer():
+        while progress["written"] < total:
+            chunk = block[: min(len(block), total - progress["written"])]
+            cli.sendall(chunk)
+            sent.update(chunk)
+            progress["written"] += len(chunk)
+        cli.shutdown(socket.SHUT_WR)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    time.sleep(0.5)
+    stalled = progress["written"]
+    expect(stalled <= queued + len(block), f"the blocked writer waits for the reader ({stalled - queued} more bytes)")
+    got = hashlib.sha256()
+    received = 0
+    max_ahead = 0
+    while True:
+        data = acc.recv(4096)  # a slow reader: small reads, with pauses
+        if not data:
+            break
+        got.update(data)
+        received += len(data)
+        max_ahead = max(max_ahead, progress["written"] - received)
+        if received % (64 << 10) < 4096:
+            time.sleep(0.01)
+    t.join()
+    expect(max_ahead <= RING + len(block), f"the writer never ran more than a ring ahead ({max_ahead} bytes)")
+    expect(received == total, f"every byte arrived once ({received} of {total})")
+    expect(got.hexdigest() == sent.hexdigest(), "in order and intact (SHA-256)")
+    for s in (cli, acc, srv):
+        s.close()
+
+
+def exhaustion():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 8192), max(hard, 8192)))
+    srv = listener()
+    held, fell_back = [], []
+    # Both ends of a loopback connection take a slot of this node's table (1024).
+    for _ in range(1100):
+        cli, acc = pair(srv)
+        mode, reason = info(cli)
+        if mode == MODE_SCI:
+            expect_mode = info(acc)[0] == MODE_SCI
+            if not expect_mode:
+                sys.exit("FAIL: an SCI client with a native server end")
+            held.append((cli, acc))
+            continue
+        fell_back.append((cli, acc, reason))
+        if len(fell_back) == 8:
+            break
+    print(f"{len(held)} SCI connections, then {len(fell_back)} fallbacks")
+    expect(len(held) >= 256, f"hundreds of SCI connections fit ({len(held)})")
+    expect(fell_back and all(r == "no-memory" for _, _, r in fell_back),
+           f"the connections beyond fall back with no-memory ({[r for _, _, r in fell_back]})")
+    for cli, acc, _ in fell_back:
+        cli.sendall(b"over tcp")
+        if acc.recv(8) != b"over tcp" or info(acc)[1] != "peer-tcp":
+            sys.exit("FAIL: a fallen-back connection does not carry bytes over TCP")
+    print("ok: the fallen-back connections carry bytes over TCP")
+    for cli, acc in held[:16]:
+        cli.sendall(b"x")
+        if acc.recv(1) != b"x":
+            sys.exit("FAIL: an SCI connection stopped working at the limit")
+    print("ok: the SCI connections keep working at the limit")
+    for cli, acc in held[:8]:
+        cli.close()
+        acc.close()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI, "after some SCI connections closed, a new one takes the SCI path again")
+
+
+def spin():
+    def get(s):
+        return struct.unpack("i", s.getsockopt(SOL_SCI, SCI_SPIN_US, 4))[0]
+
+    def set_param(v):
+        with open(SPIN_PARAM, "w") as f:
+            f.write(str(v))
+
+    srv = listener()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI, "the connection is SCI")
+    set_param(0)
+    expect(get(cli) == 0, "a new socket follows the module parameter (0)")
+    set_param(7)
+    expect(get(cli) == 7, "... and its changes (7)")
+    cli.setsockopt(SOL_SCI, SCI_SPIN_US, 50)
+    set_param(9)
+    expect(get(cli) == 50, "SCI_SPIN_US 50 sticks, whatever the parameter says")
+    cli.setsockopt(SOL_SCI, SCI_SPIN_US, -1)
+    expect(get(cli) == 9, "SCI_SPIN_US -1 follows the parameter again")
+    for bad in (-2, 10001):
+        try:
+            cli.setsockopt(SOL_SCI, SCI_SPIN_US, bad)
+            sys.exit(f"FAIL: SCI_SPIN_US {bad} accepted")
+        except OSError as e:
+            expect(e.errno == 22, f"SCI_SPIN_US {bad}: EINVAL")
+    try:
+        cli.setsockopt(SOL_SCI, SCI_SPIN_US, b"\x01")
+        sys.exit("FAIL: a 1-byte SCI_SPIN_US accepted")
+    except OSError as e:
+        expect(e.errno == 22, "a short SCI_SPIN_US: EINVAL")
+    # Waits that spin first: ping-pong, and a stream through a full ring, both checked.
+    set_param(0)
+    for s in (cli, acc):
+        s.setsockopt(SOL_SCI, SCI_SPIN_US, 200)
+    for i in range(2000):
+        msg = i.to_bytes(4, "little") * 4
+        cli.sendall(msg)
+        if acc.recv(16, socket.MSG_WAITALL) != msg:
+            sys.exit(f"FAIL: ping {i} came back different")
+        acc.sendall(msg)
+        if cli.recv(16, socket.MSG_WAITALL) != msg:
+            sys.exit(f"FAIL: pong {i} came back different")
+    print("ok: 2000 ping-pongs with spinning waits")
+    total = 8 * RING
+    block = hashlib.sha256(b"spin").digest() * 2048
+    sent = hashlib.sha256()
+
+    def writer():
+        left = total
+        while left:
+            chunk = block[: min(len(block), left)]
+            cli.sendall(chunk)
+            sent.update(chunk)
+            left -= len(chunk)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    got, n = hashlib.sha256(), 0
+    while n < total:
+        data = acc.recv(1 << 16)
+        if not data:
+            break
+        got.update(data)
+        n += len(data)
+    t.join()
+    expect(n == total and got.hexdigest() == sent.hexdigest(), "a stream through a full ring with spinning waits, intact")
+    set_param(0)
+
+
+def main():
+    if sys.argv[1:2] == ["backpressure"] and len(sys.argv) == 3:
+        backpressure(sys.argv[2])
+    elif sys.argv[1:] == ["exhaustion"]:
+        exhaustion()
+    elif sys.argv[1:] == ["spin"]:
+        spin()
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""What the pair tests' guest scripts share: TAP output, messages between the guests
+through the control directory, the patterns each guest writes into its own half of the
+shared memory for the other to read back, and the AF_SCI setup of the guests (af_sci.ko
+on the ivshmem fabric, the node map, going on under sci-run, SCI_INFO, the dmesg check)."""
+
+import json
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+import time
+
+# How long a guest waits for the other's message by default (s).
+WAIT = 240
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCI_RUN = f"{TOP}/tools/sci-run"
+SCICTL = f"{TOP}/tools/target/release/scictl"
+KO = f"{TOP}/af_sci.ko"
+SOL_SCI, SCI_INFO = 300, 1
+MODE = {0: "native", 1: "sci"}
+REASON = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
+          4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
+# Guest A is node 0, guest B node 1 (selftests/harness/vm-pair's addresses).
+A, B = "10.0.0.1", "10.0.0.2"
+
+
+class Tap:
+    """TAP lines named after the guest, with the plan last, so that a crash shows as a
+    missing plan."""
+
+    def __init__(self, name):
+        self.name = name
+        self.n = 0
+        self.failed = 0
+
+    def check(self, good, what):
+        self.n += 1
+        self.failed += not good
+        print(f"{'ok' if good else 'not ok'} {self.n} - {self.name}: {what}", flush=True)
+        return good
+
+    def skip(self, what, why):
+        """A check that cannot run here: counted as passed, with TAP's SKIP directive."""
+        self.n += 1
+        print(f"ok {self.n} - {self.name}: {what} # SKIP {why}", flush=True)
+
+    def note(self, text):
+        print(f"# {self.name}: {text}", flush=True)
+
+    def state(self):
+        """Notes what a failure needs to be understood later: the kernel's last messages,
+        the NIC's counters and the TCP sockets (the console keeps only what is printed)."""
+        for cmd in ("dmesg | tail -n 25", "ip -s link show eth0", "ss -tinoa",
+                    "grep -E 'virtio|ivshmem|CPU' /proc/interrupts"):
+            out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True).stdout
+            for line in out.splitlines():
+                self.note(f"{cmd.split()[0]}: {line}")
+
+    def done(self):
+        print(f"1..{self.n}", flush=True)
+        sys.exit(1 if self.failed else 0)
+
+    def run(self, main, done=True):
+        """Runs main(); an exception is a failed check (and the plan goes missing).
+        With done=False the plan is left to a later part (a program exec'd next)."""
+        try:
+            main()
+        except Exception as e:
+            self.check(False, f"{type(e).__name__}: {e}")
+            self.state()
+            sys.exit(1)
+        if done:
+            self.done()
+
+
+def put(name, **obj):
+    """Writes $SCI_PAIR_CTL/name atomically (the other guest polls for it)."""
+    ctl = os.environ["SCI_PAIR_CTL"]
+    tmp = f"{ctl}/.{name}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.rename(tmp, f"{ctl}/{name}")
+
+
+def get(name, timeout=WAIT):
+    """Waits up to `timeout` s for $SCI_PAIR_CTL/name and returns what it holds."""
+    path = f"{os.environ['SCI_PAIR_CTL']}/{name}"
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise TimeoutError(f"no {name} after {timeout} s")
+        time.sleep(0.05)
+    with open(path) as f:
+        return json.load(f)
+
+
+def half(size, owner):
+    """The half of a `size`-byte region that guest `owner` ("a" or "b") writes."""
+    return (0 if owner == "a" else size // 2), size // 2
+
+
+def blocks(size, owner):
+    """A block at the start of the owner's half and a page at its end."""
+    base, length = half(size, owner)
+    return [(base, min(65536, length // 2)), (base + length - 4096, 4096)]
+
+
+def write_pattern(mem, owner, seed):
+    for i, (off, n) in enumerate(blocks(len(mem), owner)):
+        mem[off:off + n] = random.Random(seed + i).randbytes(n)
+
+
+def pattern_ok(mem, owner, seed):
+    return all(mem[off:off + n] == random.Random(seed + i).randbytes(n)
+               for i, (off, n) in enumerate(blocks(len(mem), owner)))
+
+
+# --- AF_SCI in the guests -------------------------------------------------------------------
+
+def sh(cmd):
+    return subprocess.run(cmd, shell=True, capture_output=True, text=True)
+
+
+def info(sock):
+    """(mode, fallback reason) from SCI_INFO; ("tcp", "-") for a plain TCP socket."""
+    try:
+        mode, reason, _, _ = struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))
+    except OSError:
+        return "tcp", "-"
+    return MODE.get(mode, str(mode)), REASON.get(reason, str(reason))
+
+
+def recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise EOFError(f"EOF after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def load_module(tap, role, more_nodes=()):
+    """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1), the node map (A and B,
+    plus more_nodes: (address, node) pairs), and a wait until the two nodes are linked."""
+    node = 0 if role == "a" else 1
+    r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes=2")
+    if not tap.check(r.returncode == 0, f"insmod af_sci.ko fabric=ivshmem node_id={node}"):
+        tap.note(r.stderr.strip() + " / " + sh("dmesg | tail -n 5").stdout)
+        raise RuntimeError("no module")
+    with open("/tmp/nodes.conf", "w") as f:
+        for addr, n in ((A, 0), (B, 1), *more_nodes):
+            f.write(f"{addr} {n}\n")
+    extra = "".join(f", {addr} node {n}" for addr, n in more_nodes)
+    tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
+              f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
+    end = time.monotonic() + WAIT
+    while "linked with node" not in sh("dmesg").stdout and time.monotonic() < end:
+        time.sleep(0.1)
+    tap.check("linked with node" in sh("dmesg").stdout, "the fabric links the two nodes")
+
+
+def exec_preloaded(tap, script, args):
+    """Goes on as `script ARGS --loaded N FAILED` under sci-run, keeping the TAP count: the
+    preload reads the family number once, when the program starts, so after insmod."""
+    os.execv(SCI_RUN, [SCI_RUN, sys.executable, script, *args, "--loaded", str(tap.n),
+                       str(tap.failed)])
+
+
+def resume_preloaded(tap, argv):
+    """In exec_preloaded's continuation: takes up the TAP count; False when not one."""
+    if "--loaded" not in argv:
+        return False
+    at = argv.index("--loaded")
+    tap.n, tap.failed = int(argv[at + 1]), int(argv[at + 2])
+    return True
+
+
+def note_fabric_log(tap):
+    """af_sci's own kernel messages (links, nodes down, resets): what a failure needs."""
+    for line in sh("dmesg").stdout.splitlines():
+        if "af_sci" in line and "taints" not in line:
+            tap.note(line)
+
+
+def dmesg_clean(tap):
+    note_fabric_log(tap)
+    bad = [l for l in sh("dmesg").stdout.splitlines()
+           if re.search(r"WARNING:|BUG:|Oops|general protection|KASAN|possible recursive locking|"
+                        r"circular locking|inconsistent lock state|Call Trace", l)]
+    for line in bad[:20]:
+        tap.note(line)
+    tap.check(not bad, "dmesg has no warning, oops or lockdep report")
