@@ -33,6 +33,9 @@ use crate::proto::state::{self, Local, Peer, PeerEnd, TcpState};
 pub(crate) use crate::proto::state::{Phase, Release};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::sys::net::{
+    EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLRDNORM, EPOLLWRNORM,
+};
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
 use core::sync::atomic::{AtomicI64, Ordering};
@@ -72,15 +75,6 @@ pub(crate) trait Caller {
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
 /// loopback, so a program that writes before it reads behaves as on TCP).
 pub(crate) const RING_LOG2: u32 = 18;
-
-/// Poll bits, as in `include/uapi/linux/eventpoll.h`.
-const EPOLLIN: u32 = 0x1;
-const EPOLLOUT: u32 = 0x4;
-const EPOLLERR: u32 = 0x8;
-const EPOLLHUP: u32 = 0x10;
-const EPOLLRDNORM: u32 = 0x40;
-const EPOLLWRNORM: u32 = 0x100;
-const EPOLLRDHUP: u32 = 0x2000;
 
 type Tx = Producer<Arc<SegMem>, Arc<SegMem>>;
 type Rx = Consumer<Arc<SegMem>, Arc<SegMem>>;

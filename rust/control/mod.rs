@@ -122,7 +122,7 @@ impl ControlPlane {
     }
 
     /// The plane's operations.
-    pub(crate) fn plane(&self) -> Plane<'_> {
+    fn plane(&self) -> Plane<'_> {
         self.parts.plane()
     }
 

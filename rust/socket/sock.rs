@@ -29,7 +29,7 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{copy_optval, kernel_optval};
-use crate::sys::net::{File, Msg, OptVal};
+use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
@@ -45,11 +45,6 @@ use kernel::uaccess::UserSlice;
 const OPTION_VALUE_MAX: usize = 64;
 /// At most this many options are remembered for a family switch.
 const OPTION_RECORD_MAX: usize = 32;
-
-/// Poll bits, as in `include/uapi/linux/eventpoll.h`.
-const EPOLLIN: c_uint = 0x1;
-const EPOLLERR: c_uint = 0x8;
-const EPOLLRDNORM: c_uint = 0x40;
 
 /// `FIONREAD`/`SIOCINQ` and `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
 const SIOCINQ: c_uint = 0x541b;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The networking objects the socket layer passes through or queries: opaque message,
-//! file, poll table and option-value arguments, accept flags, and the routing questions a
-//! connect asks (is an address this host's, which source address would TCP use).
+//! file, poll table and option-value arguments, poll bits, accept flags, and the routing
+//! questions a connect asks (is an address this host's, which source address would TCP
+//! use).
 
 use crate::sys::bindings;
 use core::ffi::c_int;
@@ -58,6 +59,16 @@ pub(crate) type File = *mut bindings::file;
 pub(crate) type PollTable = *mut bindings::poll_table_struct;
 /// An option value, user or kernel memory.
 pub(crate) type OptVal = bindings::sockptr_t;
+
+// Poll bits, as in `include/uapi/linux/eventpoll.h` (bindgen cannot read them: they are
+// `__poll_t` casts).
+pub(crate) const EPOLLIN: u32 = 0x1;
+pub(crate) const EPOLLOUT: u32 = 0x4;
+pub(crate) const EPOLLERR: u32 = 0x8;
+pub(crate) const EPOLLHUP: u32 = 0x10;
+pub(crate) const EPOLLRDNORM: u32 = 0x40;
+pub(crate) const EPOLLWRNORM: u32 = 0x100;
+pub(crate) const EPOLLRDHUP: u32 = 0x2000;
 
 /// Builds an option value in kernel memory, for replaying a recorded option.
 pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
