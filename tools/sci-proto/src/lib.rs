@@ -4,8 +4,9 @@
 //! well; this crate includes it unchanged, with the lints that keep it
 //! panic-free and kernel-clean turned into errors, and holds its tests
 //! (`cargo test -p sci-proto`). The items are `pub(crate)` (the kernel builds
-//! with `-Wunreachable_pub`), so the tests live inside this crate. The one public
-//! module, [`manager`], is what the host's ivshmem server does to a live region.
+//! with `-Wunreachable_pub`), so the tests live inside this crate. The public
+//! modules: [`manager`], what the host's ivshmem server does to a live region, and
+//! [`layout`], where every word of a live region is (for `tools/sci-hostile`).
 #![cfg_attr(not(test), no_std)]
 
 // The kernel module uses the core piecemeal; here nothing outside the tests does.
@@ -29,6 +30,7 @@
 #[path = "../../../rust/proto/mod.rs"]
 pub(crate) mod proto;
 
+pub mod layout;
 pub mod manager;
 
 #[cfg(test)]
