@@ -28,6 +28,10 @@ impl Plane<'_> {
         match frame.kind {
             FrameKind::Accept => {
                 match self.table.conn_by_id(frame.dst) {
+                    // Only the node the request went to answers it: an accept from
+                    // another node (a liar guessing slot and generation) would wire this
+                    // connect to that node's memory.
+                    Some(conn) if conn.peer_node != from => {}
                     Some(conn) if conn.phase() == Phase::Connecting => {
                         if let Err(why) = self.take_accept(from, &frame, &conn) {
                             accept_refused(why);
@@ -43,9 +47,15 @@ impl Plane<'_> {
                 }
             }
             FrameKind::Reject => {
+                // Only a connect still waiting for its answer, from the node it asked:
+                // a reject naming an established connection (or one with another node)
+                // would mark it as never shared, and its segment would go back to the
+                // heap at close while its peer end still stores into it.
                 if let Some(conn) = self.table.conn_by_id(frame.dst) {
-                    conn.rejected(frame.reason == Reason::Reject(RejectReason::NoResources));
-                    self.table.connector.kick();
+                    if conn.peer_node == from && conn.phase() == Phase::Connecting {
+                        conn.rejected(frame.reason == Reason::Reject(RejectReason::NoResources));
+                        self.table.connector.kick();
+                    }
                 }
             }
             FrameKind::Close => {
