@@ -482,12 +482,14 @@ impl<'a> Liar<'a> {
 
     /// A guess at one of the victim's connection ids: slots are handed out from 0,
     /// and a slot's generation starts at 1 and grows on every reuse, so small numbers
-    /// name the victim's connections (its local ones included); sometimes an id out of
-    /// range.
+    /// name the victim's connections (its local ones included, and those still being
+    /// set up); sometimes an id out of range.
     fn guess_victim_conn(&mut self) -> (u32, u32) {
         match self.rng.below(8) {
             0 => (u32::MAX - 1, 1),
             1 => (4096 + self.rng.below(1 << 20) as u32, 1),
+            // A slot reused many times (short connections) has a larger generation.
+            2 | 3 => (self.rng.below(16) as u32, 1 + self.rng.below(512) as u32),
             _ => (self.rng.below(32) as u32, 1 + self.rng.below(6) as u32),
         }
     }
