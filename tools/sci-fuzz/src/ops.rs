@@ -967,6 +967,12 @@ impl<'a> Fuzzer<'a> {
             [i(self.ctx.family), ty, proto, 0, 0, 0],
         ) {
             let stream = ty & 0xf == libc::SOCK_STREAM as u64;
+            if !stream {
+                // A socket of another type that the family took after all: bounded too
+                // (a datagram socket's read waits for a datagram that never comes).
+                let ms = self.rng.range(50, 150);
+                bound_timeouts(fd as i32, ms);
+            }
             self.add_fd(
                 fd as i32,
                 if stream { Kind::Sci } else { Kind::Other },
