@@ -501,26 +501,6 @@ unsafe extern "C" fn recvmsg(
     count_of(state.recvmsg(&own, msg, len, flags))
 }
 
-/// `splice_read` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn splice_read(
-    sock: *mut bindings::socket,
-    ppos: *mut bindings::loff_t,
-    pipe: *mut bindings::pipe_inode_info,
-    len: usize,
-    flags: c_uint,
-) -> isize {
-    // SAFETY: an op on an attached socket.
-    let (_, state) = unsafe { parts(sock) };
-    state
-        .native()
-        .splice_read(ppos, pipe, len, flags)
-        .unwrap_or_else(|e| e.to_errno() as isize)
-}
-
 /// `show_fdinfo` of our `proto_ops`.
 ///
 /// # Safety
@@ -611,7 +591,13 @@ impl Family {
                     sendmsg: Some(sendmsg),
                     recvmsg: Some(recvmsg),
                     mmap: Some(bindings::sock_no_mmap),
-                    splice_read: Some(splice_read),
+                    // No splice_read: sock_splice_read then reads through the file
+                    // (copy_splice_read, read_iter, our recvmsg), which serves the SCI
+                    // path and the native socket alike. Forwarding to the native
+                    // socket's tcp_splice_read oopsed: it reads the O_NONBLOCK flag from
+                    // `sock->file`, and the native socket of a socket not handed over
+                    // is a kernel socket without a file (found by tools/sci-fuzz).
+                    splice_read: None,
                     splice_eof: Some(splice_eof),
                     set_peek_off: Some(bindings::sk_set_peek_off),
                     show_fdinfo: Some(show_fdinfo),

@@ -15,7 +15,7 @@ use crate::sys::net::{File, Msg, OptVal};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
-use kernel::error::{to_result, Error, Result};
+use kernel::error::{to_result, Result};
 
 /// A socket address as the socket layer hands it to `proto_ops` (already copied into
 /// the kernel, at most `sizeof(struct sockaddr_storage)` bytes).
@@ -621,24 +621,6 @@ impl Native {
         let f = self.ops().recvmsg.ok_or(errno(bindings::EOPNOTSUPP))?;
         // SAFETY: as in `sendmsg`.
         count_result(unsafe { f(self.0.as_ptr(), msg, len, flags) })
-    }
-
-    /// `splice(2)` from the socket into a pipe.
-    pub(crate) fn splice_read(
-        &self,
-        ppos: *mut bindings::loff_t,
-        pipe: *mut bindings::pipe_inode_info,
-        len: usize,
-        flags: c_uint,
-    ) -> Result<isize> {
-        let f = self.ops().splice_read.ok_or(kernel::error::code::EINVAL)?;
-        // SAFETY: forwarding the splice arguments unchanged.
-        let ret = unsafe { f(self.0.as_ptr(), ppos, pipe, len, flags) };
-        if ret < 0 {
-            Err(Error::from_errno(ret as c_int))
-        } else {
-            Ok(ret)
-        }
     }
 
     /// End of a splice into the socket: push what was corked.
