@@ -8,6 +8,10 @@
 #   make module  af_sci.ko (KDIR=<any Rust-enabled kernel build> to use another kernel;
 #                CLIPPY=1 to lint)
 #   make tools   the Cargo workspace: libsci_preload.so, sci-run, ...
+#   make test-debug  the one-guest suite and the two-guest semantics and faults runs on the
+#                sanitizer kernel (KASAN, kmemleak, UBSAN, fault injection; built once, cached)
+#   make fuzz    the seeded syscall fuzzer on the sanitizer kernel, FUZZ_S seconds (600);
+#                FUZZ_SEED=S replays a run
 #   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
 #                sockperf plain vs sci-run), then between two guests (AF_SCI over ivshmem
 #                vs TCP over virtio-net); tables printed, results in build/bench/
@@ -25,7 +29,7 @@ else
 KERNEL_DEP :=
 endif
 
-.PHONY: all deps kernel module tools selftests test run clean clippy
+.PHONY: all deps kernel module tools selftests test test-debug fuzz run clean clippy
 
 all: module tools selftests
 
@@ -49,6 +53,16 @@ selftests: deps $(KERNEL_DEP)
 
 test: module tools selftests
 	@KDIR=$(KDIR) $(TOP)/selftests/run-tests
+
+# The sanitizer kernel (kernel/debug.config) and a copy of the tree built for it
+# (selftests/debug/debug-tree); both cached.
+test-debug: deps tools
+	@$(TOP)/selftests/debug/test-debug
+
+FUZZ_S ?= 600
+fuzz: deps tools
+	@tree=$$(KERNEL_VARIANT=debug $(TOP)/selftests/debug/debug-tree) && \
+	KERNEL_VARIANT=debug FUZZ_S=$(FUZZ_S) $$tree/selftests/fuzz/fuzz-tests
 
 run: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/guest/demo

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Build (or reuse) the guest kernel for af_sci.
 #
+# Two variants share the source and patches: the test kernel (kernel/af_sci.config) and,
+# with KERNEL_VARIANT=debug, the sanitizer kernel (that fragment followed by
+# kernel/debug.config: KASAN, kmemleak, UBSAN, fault injection), each in its own directory.
+#
 # The build lives outside the work tree, under $AF_SCI_CACHE (default ~/.cache/af_sci),
 # keyed by the Debian linux-source-6.12 package version and a hash of the config fragment
 # followed by every kernel/patches/*.patch in order (KERNEL_PATCHES names another directory):
@@ -17,7 +21,14 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-fragment=${KCONFIG_FRAGMENT:-$top/kernel/af_sci.config}
+fragments=("${KCONFIG_FRAGMENT:-$top/kernel/af_sci.config}")
+case ${KERNEL_VARIANT:-} in
+"") ;;
+debug) fragments+=("$top/kernel/debug.config") ;;
+*) echo "kernel.sh: unknown KERNEL_VARIANT '$KERNEL_VARIANT' (none, or debug)" >&2; exit 2 ;;
+esac
+# The fragments as one (the key and Kconfig read this).
+fragment_text() { cat "${fragments[@]}"; }
 cache=${AF_SCI_CACHE:-$HOME/.cache/af_sci}
 version=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null) || {
 	echo "kernel.sh: linux-source-6.12 is not installed (run 'make deps')" >&2; exit 1; }
@@ -26,7 +37,7 @@ patches=()
 for p in "$patchdir"/*.patch; do [ -f "$p" ] && patches+=("$p"); done
 # The patches with their names, in the order they are applied.
 patch_set() { for p in "${patches[@]}"; do printf '\n# %s\n' "$(basename "$p")"; cat "$p"; done; }
-hash=$( { cat "$fragment"; patch_set; } | sha256sum | cut -c1-12)
+hash=$( { fragment_text; patch_set; } | sha256sum | cut -c1-12)
 pristine=$cache/src-$version
 src=$pristine
 if [ "${#patches[@]}" != 0 ]; then src=$pristine-p$(patch_set | sha256sum | cut -c1-12); fi
@@ -61,7 +72,9 @@ if [ "$src" != "$pristine" ] && [ ! -f "$src/.af_sci-patched" ]; then
 fi
 
 mkdir -p "$out"
-echo "kernel.sh: configuring $out from $(basename "$fragment")" >&2
+fragment=$out/af_sci-fragment.config
+fragment_text >"$fragment"
+echo "kernel.sh: configuring $out from ${fragments[*]##*/}" >&2
 make -s -C "$src" O="$out" LLVM=1 KCONFIG_ALLCONFIG="$fragment" allnoconfig >&2
 
 # Kconfig silently drops options whose dependencies are unmet; refuse such a config.
@@ -76,7 +89,7 @@ while IFS= read -r line; do
 	esac
 done < "$fragment"
 if [ "$missing" != 0 ]; then
-	echo "kernel.sh: the config fragment is not fully satisfied; fix $fragment" >&2
+	echo "kernel.sh: the config fragment is not fully satisfied; fix ${fragments[*]}" >&2
 	exit 1
 fi
 

@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Allocation failures on every path of af_sci that allocates, on the sanitizer kernel
+(kernel/debug.config: failslab, fail_page_alloc, debugfs). Run by selftests/debug/alloc-guest
+with the module loaded (loopback fabric). Prints TAP lines ("ok N - ...") and a summary.
+
+Two ways of failing, both deterministic:
+
+* **In the caller's task: every allocation in turn** (the fail-nth walk syzkaller uses,
+  Documentation/fault-injection/fault-injection.rst). For each operation -- socket
+  creation, bind, listen, connect over the SCI path, connect that falls back to TCP (the
+  handover), accept, send and receive, SCI_INFO, the netlink dumps -- write N to
+  /proc/thread-self/fail-nth, run the operation once, and read the file back: 0 means the
+  Nth allocation of the call failed (failslab or fail_page_alloc), so try N+1; non-zero
+  means the call made fewer than N allocations and the walk of that operation is done.
+  Every call must either succeed or fail with an error that says memory ran out
+  (ENOMEM, ENOBUFS), or, for a connect, fall back to TCP and work; never hang (each call
+  has a timeout), and the module must work afterwards (a fresh SCI connection carries
+  data intact after every step).
+
+* **In the module's kthreads** (the listener, the connector and the socket registry, which
+  allocate on behalf of connections): make-it-fail on those tasks, failslab and
+  fail_page_alloc with the task filter, every INTERVALth allocation failing, while 200
+  connections are made; each must connect (over SCI or by falling back) and carry its data
+  intact, or be refused with a clear error.
+
+usage: alloc_failures.py [--max-n N] [--interval K]
+"""
+import argparse
+import errno
+import importlib.machinery
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DBG = "/sys/kernel/debug"
+SOL_SCI, SCI_INFO = 300, 1
+SCI_CMD_SOCK_GET = 5  # uapi/linux/af_sci.h
+MODE_NAMES = {0: "none", 1: "sci", 2: "native"}
+# An allocation failure must reach the caller as one of these.
+NO_MEMORY = (errno.ENOMEM, errno.ENOBUFS)
+TIMEOUT = 10.0
+
+with open("/sys/module/af_sci/parameters/family") as f:
+    AF_SCI = int(f.read())
+genl = importlib.machinery.SourceFileLoader(
+    "sci_netlink_bad", f"{TOP}/selftests/guest/sci-netlink-bad").load_module()
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def check(self, good, name, detail=""):
+        self.n += 1
+        if good:
+            print(f"ok {self.n} - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"not ok {self.n} - {name}{': ' + detail if detail else ''}", flush=True)
+        return good
+
+    def note(self, text):
+        print(f"# {text}", flush=True)
+
+
+def write(path, value):
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+def configure(task_filter, interval=1, times=-1, probability=100):
+    """failslab and fail_page_alloc: sleeping allocations fail too (the defaults spare
+    them), order-0 pages too, quietly (verbose 0: the log must stay clean)."""
+    for kind in ("failslab", "fail_page_alloc"):
+        d = f"{DBG}/{kind}"
+        write(f"{d}/ignore-gfp-wait", "N")
+        write(f"{d}/verbose", 0)
+        write(f"{d}/task-filter", "Y" if task_filter else "N")
+        write(f"{d}/interval", interval)
+        write(f"{d}/times", times)
+        write(f"{d}/probability", probability)
+    write(f"{DBG}/fail_page_alloc/min-order", 0)
+    write(f"{DBG}/fail_page_alloc/ignore-gfp-highmem", "N")
+
+
+def info(s):
+    mode, reason, _, _ = struct.unpack("4I", s.getsockopt(SOL_SCI, SCI_INFO, 16))
+    return MODE_NAMES.get(mode, str(mode)), reason
+
+
+def sci_socket():
+    s = socket.socket(AF_SCI, socket.SOCK_STREAM, 0)
+    s.settimeout(TIMEOUT)
+    return s
+
+
+class Listener:
+    """An AF_SCI (or plain TCP) listener whose accepted connections echo what they get."""
+
+    def __init__(self, family):
+        self.s = socket.socket(family, socket.SOCK_STREAM, 0)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(256)
+        self.port = self.s.getsockname()[1]
+        self.stop = False
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        while not self.stop:
+            try:
+                c, _ = self.s.accept()
+            except OSError:
+                return
+            threading.Thread(target=echo, args=(c,), daemon=True).start()
+
+    def close(self):
+        self.stop = True
+        self.s.shutdown(socket.SHUT_RDWR)
+        self.s.close()
+
+
+def echo(c):
+    c.settimeout(60)
+    try:
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            c.sendall(b)
+    except OSError:
+        pass
+    c.close()
+
+
+def exchange(s, size):
+    """Sends `size` patterned bytes and reads them back: True when intact."""
+    data = bytes((i * 7 + size) & 0xFF for i in range(size))
+    s.sendall(data)
+    got = b""
+    while len(got) < size:
+        b = s.recv(size - len(got))
+        if not b:
+            return False
+        got += b
+    return got == data
+
+
+def works(port):
+    """A fresh AF_SCI connection over the SCI path carries 4 KiB intact."""
+    s = sci_socket()
+    try:
+        s.connect(("127.0.0.1", port))
+        return info(s)[0] == "sci" and exchange(s, 4096)
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+class FailNth:
+    """The calling thread's fail-nth file."""
+
+    def __init__(self):
+        self.path = "/proc/thread-self/fail-nth"
+
+    def arm(self, n):
+        write(self.path, n)
+
+    def left(self):
+        with open(self.path) as f:
+            left = int(f.read())
+        write(self.path, 0)
+        return left
+
+
+def walk(tap, name, prepare, op, check_result, max_n):
+    """The fail-nth walk of one operation: prepare() builds its state (no failures), op(state)
+    runs the call under the Nth failure, check_result(state, result) judges a success.
+    Returns the number of failures injected."""
+    fn = FailNth()
+    bad = []
+    injected = 0
+    outcomes = {}
+    n = 0
+    while n < max_n:
+        n += 1
+        state = prepare()
+        result = None
+        t0 = time.monotonic()
+        fn.arm(n)
+        try:
+            result = op(state)
+            err = None
+        except TimeoutError:
+            err = errno.ETIMEDOUT
+        except OSError as e:
+            err = e.errno
+        left = fn.left()
+        took = time.monotonic() - t0
+        if left == 0:
+            injected += 1
+        key = "ok" if err is None else errno.errorcode.get(err, str(err))
+        outcomes[key] = outcomes.get(key, 0) + 1
+        if took >= TIMEOUT:
+            bad.append(f"n={n}: took {took:.1f} s (a hang)")
+        elif err is not None and err not in NO_MEMORY:
+            bad.append(f"n={n}: {os.strerror(err)} instead of an out-of-memory error")
+        elif err is None:
+            why = check_result(state, result)
+            if why:
+                bad.append(f"n={n}: succeeded but {why}")
+        cleanup(state)
+        if left != 0:
+            break
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items()))
+    tap.note(f"{name}: {injected} allocation(s) failed in turn ({summary})")
+    for b in bad[:10]:
+        tap.note(f"  {b}")
+    tap.check(not bad and n < max_n,
+              f"{name}: each of its {injected} allocations failing gives a clean error",
+              "" if n < max_n else f"more than {max_n} allocations")
+    return injected
+
+
+def cleanup(state):
+    if "genl" in state:
+        state["genl"].s.close()
+    for s in state.get("socks", []):
+        try:
+            s.close()
+        except OSError:
+            pass
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-n", type=int, default=400)
+    ap.add_argument("--interval", type=int, default=7)
+    args = ap.parse_args()
+    tap = Tap()
+    configure(task_filter=True, probability=0)  # fail-nth only, nothing at random
+    sci = Listener(AF_SCI)
+    tcp = Listener(socket.AF_INET)
+    tap.check(works(sci.port), "before any failure: an SCI connection carries data intact")
+    total = 0
+
+    def fresh():
+        return {"socks": []}
+
+    def with_socket():
+        s = sci_socket()
+        return {"socks": [s], "s": s}
+
+    def with_bound():
+        st = with_socket()
+        st["s"].bind(("127.0.0.1", 0))
+        return st
+
+    def with_connected():
+        st = with_socket()
+        st["s"].connect(("127.0.0.1", sci.port))
+        return st
+
+    def new_socket(st):
+        s = socket.socket(AF_SCI, socket.SOCK_STREAM, 0)
+        st["socks"].append(s)
+        return s
+
+    def connect_to(port):
+        def op(st):
+            st["s"].connect(("127.0.0.1", port))
+            return info(st["s"])
+        return op
+
+    def connected_ok(st, mode_reason):
+        mode = mode_reason[0]
+        if mode not in ("sci", "native"):
+            return f"mode {mode}"
+        if not exchange(st["s"], 4096):
+            return "the data did not come back intact"
+        return None
+
+    def accept_op(st):
+        c, _ = st["l"].accept()
+        st["socks"].append(c)
+        return c
+
+    def with_pending():
+        l = sci_socket()
+        l.bind(("127.0.0.1", 0))
+        l.listen(4)
+        c = sci_socket()
+        c.connect(l.getsockname())
+        return {"socks": [l, c], "l": l, "c": c}
+
+    def accepted_ok(st, c):
+        st["c"].sendall(b"x" * 1000)
+        got = b""
+        while len(got) < 1000:
+            b = c.recv(1000 - len(got))
+            if not b:
+                return "the accepted connection lost data"
+            got += b
+        return None
+
+    def send_recv(st):
+        return exchange(st["s"], 256 * 1024)
+
+    def with_genl(connected):
+        def prepare():
+            st = with_connected() if connected else fresh()
+            st["genl"] = genl.Genl()
+            st["genl"].s.settimeout(TIMEOUT)
+            return st
+        return prepare
+
+    def dump(cmd):
+        return lambda st: st["genl"].dump(cmd)
+
+    walks = [
+        ("socket(AF_SCI)", fresh, new_socket, lambda st, s: None),
+        ("bind", with_socket, lambda st: st["s"].bind(("127.0.0.1", 0)), lambda st, r: None),
+        ("listen", with_bound, lambda st: st["s"].listen(8), lambda st, r: None),
+        ("connect over the SCI path", with_socket, connect_to(sci.port), connected_ok),
+        ("connect to a plain TCP listener (fallback, handover)", with_socket,
+         connect_to(tcp.port), connected_ok),
+        ("accept", with_pending, accept_op, accepted_ok),
+        ("send and receive 256 KiB over SCI", with_connected, send_recv,
+         lambda st, r: None if r else "the data did not come back intact"),
+        ("getsockopt SCI_INFO", with_connected, lambda st: info(st["s"]), lambda st, r: None),
+        ("netlink dump of the sockets", with_genl(True), dump(SCI_CMD_SOCK_GET),
+         lambda st, r: None if r else "no socket in the dump"),
+        ("netlink dump of the node map", with_genl(False), dump(genl.NODE_GET),
+         lambda st, r: None),
+    ]
+    for name, prepare, op, judge in walks:
+        total += walk(tap, name, prepare, op, judge, args.max_n)
+        tap.check(works(sci.port), f"after {name}: a fresh SCI connection carries data intact")
+
+    # The module's kthreads.
+    pids = []
+    for comm in ("sci_listener", "sci_connector", "sci_registry"):
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    with open(f"/proc/{p}/comm") as f:
+                        if f.read().strip() == comm:
+                            pids.append((comm, int(p)))
+                except OSError:
+                    pass
+    tap.check(len(pids) == 3, f"the module's kthreads found ({', '.join(c for c, _ in pids)})")
+    for _, pid in pids:
+        write(f"/proc/{pid}/make-it-fail", 1)
+    budget = 1_000_000
+    configure(task_filter=True, interval=args.interval, times=budget, probability=100)
+    modes = {}
+    broken = []
+    for i in range(200):
+        s = sci_socket()
+        try:
+            s.connect(("127.0.0.1", sci.port))
+            mode = info(s)[0]
+            modes[mode] = modes.get(mode, 0) + 1
+            if not exchange(s, 2048 + i):
+                broken.append(f"connection {i} ({mode}): data not intact")
+        except OSError as e:
+            key = errno.errorcode.get(e.errno, str(e.errno))
+            modes[key] = modes.get(key, 0) + 1
+            if e.errno not in NO_MEMORY + (errno.ECONNRESET, errno.ECONNREFUSED):
+                broken.append(f"connection {i}: {os.strerror(e.errno)}")
+        finally:
+            s.close()
+    kthread_failures = 0
+    for kind in ("failslab", "fail_page_alloc"):
+        with open(f"{DBG}/{kind}/times") as f:
+            kthread_failures += budget - int(f.read())
+    configure(task_filter=True, probability=0)
+    for _, pid in pids:
+        write(f"/proc/{pid}/make-it-fail", 0)
+    tap.note(f"kthreads: every {args.interval}th allocation failed, {kthread_failures} in all; "
+             f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(modes.items()))}")
+    for b in broken[:10]:
+        tap.note(f"  {b}")
+    tap.check(kthread_failures > 0, f"the kthreads' allocations did fail ({kthread_failures})")
+    tap.check(not broken, "200 connections while the module's kthreads' allocations fail: "
+              "each connects and carries its data intact, or is refused cleanly")
+    tap.check(works(sci.port), "after the kthreads' failures: a fresh SCI connection works")
+    sci.close()
+    tcp.close()
+    tap.note(f"allocation failures injected: {total} in the callers' tasks, "
+             f"{kthread_failures} in the kthreads")
+    print(f"# summary: {tap.n - tap.failed} passed, {tap.failed} failed")
+    return 1 if tap.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
