@@ -10,6 +10,7 @@ packages=(
 	qemu-system-x86 iproute2 python3 curl sockperf nbd-server nbd-client
 	strace   # tools/ivshmem-server tests: fault injection (delays the server's listen())
 	redis-server redis-tools   # selftests: unmodified epoll programs over SCI between guests
+	nginx-light wrk   # selftests: connection churn and 1000 connections (selftests/guest/sci-churn)
 )
 
 missing=()
