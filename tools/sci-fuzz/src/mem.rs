@@ -113,6 +113,15 @@ impl Arena {
         out
     }
 
+    /// The two descriptors pipe2 or socketpair stored at `addr`.
+    pub fn fd_pair(&self, addr: u64) -> (i32, i32) {
+        let b: [u8; 8] = self.get(addr);
+        (
+            i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
+            i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
+        )
+    }
+
     pub fn put_u32(&self, addr: u64, v: u32) {
         self.put(addr, &v.to_ne_bytes());
     }

@@ -179,11 +179,7 @@ impl<'a> Fuzzer<'a> {
         )
         .is_ok()
         {
-            let b: [u8; 8] = f.a.get(p);
-            f.pipe = (
-                i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
-                i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
-            );
+            f.pipe = f.a.fd_pair(p);
         }
         f
     }
@@ -999,17 +995,9 @@ impl<'a> Fuzzer<'a> {
             )
             .is_ok()
         {
-            let b: [u8; 8] = self.a.get(sv);
-            self.add_fd(
-                i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
-                Kind::Sci,
-                false,
-            );
-            self.add_fd(
-                i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
-                Kind::Sci,
-                false,
-            );
+            let (a, b) = self.a.fd_pair(sv);
+            self.add_fd(a, Kind::Sci, false);
+            self.add_fd(b, Kind::Sci, false);
         }
     }
 
@@ -1940,17 +1928,9 @@ impl<'a> Fuzzer<'a> {
             .sys(Call::Pipe2, libc::SYS_pipe2, [p, flags, 0, 0, 0, 0])
             .is_ok()
         {
-            let b: [u8; 8] = self.a.get(p);
-            self.add_fd(
-                i32::from_ne_bytes([b[0], b[1], b[2], b[3]]),
-                Kind::PipeR,
-                false,
-            );
-            self.add_fd(
-                i32::from_ne_bytes([b[4], b[5], b[6], b[7]]),
-                Kind::PipeW,
-                false,
-            );
+            let (r, w) = self.a.fd_pair(p);
+            self.add_fd(r, Kind::PipeR, false);
+            self.add_fd(w, Kind::PipeW, false);
         }
     }
 

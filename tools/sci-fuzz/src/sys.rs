@@ -19,7 +19,7 @@ pub fn raw(nr: libc::c_long, a: Args) -> Result<i64, i32> {
     // a descriptor it relies on.
     let r = unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) };
     if r < 0 {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        Err(errno())
     } else {
         Ok(r)
     }
@@ -37,11 +37,7 @@ pub fn setsockopt_bytes(fd: i32, level: i32, name: i32, val: &[u8]) -> Result<()
             val.len() as libc::socklen_t,
         )
     };
-    if r < 0 {
-        Err(errno())
-    } else {
-        Ok(())
-    }
+    ok_or_errno(r)
 }
 
 pub fn setsockopt_int(fd: i32, level: i32, name: i32, v: i32) -> Result<(), i32> {
@@ -108,16 +104,21 @@ pub fn bind_bytes(fd: i32, addr: &[u8]) -> Result<(), i32> {
             addr.len() as libc::socklen_t,
         )
     };
-    if r < 0 {
-        Err(errno())
-    } else {
-        Ok(())
-    }
+    ok_or_errno(r)
 }
 
 pub fn close(fd: i32) {
     // SAFETY: closing a descriptor the caller owns.
     unsafe { libc::close(fd) };
+}
+
+/// A libc call's result: Ok, or the errno it left.
+fn ok_or_errno(r: libc::c_int) -> Result<(), i32> {
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(())
+    }
 }
 
 pub fn errno() -> i32 {
