@@ -40,20 +40,31 @@ class Tap:
         self.name = name
         self.n = 0
         self.failed = 0
+        # The console mixes kernel messages into a line now and then (a "not ok" can lose
+        # its "not"), so every line also goes whole to $SCI_PAIR_CTL/tap.ROLE, which
+        # vm-pair keeps in its log directory and pair-tests reads first.
+        ctl, role = os.environ.get("SCI_PAIR_CTL"), os.environ.get("SCI_PAIR_ROLE")
+        self.file = f"{ctl}/tap.{role.upper()}" if ctl and role else None
+
+    def out(self, line):
+        print(line, flush=True)
+        if self.file:
+            with open(self.file, "a") as f:
+                f.write(line.replace("\n", " ") + "\n")
 
     def check(self, good, what):
         self.n += 1
         self.failed += not good
-        print(f"{'ok' if good else 'not ok'} {self.n} - {self.name}: {what}", flush=True)
+        self.out(f"{'ok' if good else 'not ok'} {self.n} - {self.name}: {what}")
         return good
 
     def skip(self, what, why):
         """A check that cannot run here: counted as passed, with TAP's SKIP directive."""
         self.n += 1
-        print(f"ok {self.n} - {self.name}: {what} # SKIP {why}", flush=True)
+        self.out(f"ok {self.n} - {self.name}: {what} # SKIP {why}")
 
     def note(self, text):
-        print(f"# {self.name}: {text}", flush=True)
+        self.out(f"# {self.name}: {text}")
 
     def state(self):
         """Notes what a failure needs to be understood later: the kernel's last messages,
@@ -65,7 +76,7 @@ class Tap:
                 self.note(f"{cmd.split()[0]}: {line}")
 
     def done(self):
-        print(f"1..{self.n}", flush=True)
+        self.out(f"1..{self.n}")
         sys.exit(1 if self.failed else 0)
 
     def run(self, main, done=True):

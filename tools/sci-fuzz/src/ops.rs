@@ -322,14 +322,21 @@ impl<'a> Fuzzer<'a> {
         self.counts.count(call, r.err());
         if let Err(e) = r {
             if is_kernel_internal(e) {
+                // The thread's signal state at once, then what the descriptors are.
+                let signals = sys::signal_state();
                 self.anomaly(format!(
-                    "{}({:#x}, {:#x}, {:#x}, {:#x}) returned the kernel-internal errno {} ({e})",
+                    "{}({:#x}, {:#x}, {:#x}, {:#x}) returned the kernel-internal errno {} ({e}); \
+                     fds {} -> {}, {} -> {}; {signals}",
                     call.name(),
                     a[0],
                     a[1],
                     a[2],
                     a[3],
-                    errno_name(e)
+                    errno_name(e),
+                    a[0],
+                    sys::fd_target(a[0]),
+                    a[2],
+                    sys::fd_target(a[2]),
                 ));
             }
         }

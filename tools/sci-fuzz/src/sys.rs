@@ -157,3 +157,23 @@ pub fn kernel_stack(pid: i32, tid: i32) -> String {
 pub fn wchan(pid: i32, tid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/wchan")).unwrap_or_default()
 }
+
+/// What descriptor `fd` of this process is (`socket:[N]`, `pipe:[N]`, a path), for a report.
+pub fn fd_target(fd: u64) -> String {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "closed".into())
+}
+
+/// The calling thread's signal state (pending, shared pending, blocked, ignored masks),
+/// read right after a call returned a kernel-internal errno such as `ERESTARTSYS`: that
+/// one reaches user space only when no signal is pending at the return.
+pub fn signal_state() -> String {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    status
+        .lines()
+        .filter(|l| ["SigPnd", "ShdPnd", "SigBlk", "SigIgn"].iter().any(|k| l.starts_with(k)))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
