@@ -172,7 +172,11 @@ pub fn signal_state() -> String {
     let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
     status
         .lines()
-        .filter(|l| ["SigPnd", "ShdPnd", "SigBlk", "SigIgn"].iter().any(|k| l.starts_with(k)))
+        .filter(|l| {
+            ["SigPnd", "ShdPnd", "SigBlk", "SigIgn"]
+                .iter()
+                .any(|k| l.starts_with(k))
+        })
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
         .join(", ")
