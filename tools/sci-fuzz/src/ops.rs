@@ -322,21 +322,23 @@ impl<'a> Fuzzer<'a> {
         self.counts.count(call, r.err());
         if let Err(e) = r {
             if is_kernel_internal(e) {
-                // The thread's signal state at once, then what the descriptors are.
+                // The thread's signal state at once, then what its descriptors are.
                 let signals = sys::signal_state();
+                let fds: Vec<String> = call
+                    .fd_args()
+                    .iter()
+                    .map(|&k| format!("fd {} is {}", a[k], sys::fd_target(a[k])))
+                    .collect();
                 self.anomaly(format!(
                     "{}({:#x}, {:#x}, {:#x}, {:#x}) returned the kernel-internal errno {} ({e}); \
-                     fds {} -> {}, {} -> {}; {signals}",
+                     {}; {signals}",
                     call.name(),
                     a[0],
                     a[1],
                     a[2],
                     a[3],
                     errno_name(e),
-                    a[0],
-                    sys::fd_target(a[0]),
-                    a[2],
-                    sys::fd_target(a[2]),
+                    fds.join(", "),
                 ));
             }
         }

@@ -93,6 +93,23 @@ impl Call {
         Call::Pipe2,
     ];
 
+    /// Which of the call's arguments are descriptors (named in an anomaly's report).
+    pub fn fd_args(self) -> &'static [usize] {
+        match self {
+            Call::None
+            | Call::Socket
+            | Call::Socketpair
+            | Call::Poll
+            | Call::EpollCreate1
+            | Call::Fork
+            | Call::ForkWait
+            | Call::Pipe2 => &[],
+            Call::Sendfile | Call::Dup2 | Call::Dup3 => &[0, 1],
+            Call::Splice | Call::EpollCtl => &[0, 2],
+            _ => &[0],
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Call::None => "none",
