@@ -94,11 +94,25 @@ class Tap:
 
 def put(name, **obj):
     """Writes $SCI_PAIR_CTL/name atomically (the other guest polls for it)."""
+    write_whole(name, json.dumps(obj))
+
+
+def write_whole(name, text):
+    """$SCI_PAIR_CTL/name with `text`, written whole and then renamed: whoever polls for
+    the name (the other guest, vm-pair) never reads it half-written."""
     ctl = os.environ["SCI_PAIR_CTL"]
     tmp = f"{ctl}/.{name}.tmp"
     with open(tmp, "w") as f:
-        json.dump(obj, f)
+        f.write(text)
     os.rename(tmp, f"{ctl}/{name}")
+
+
+def ask_kill_b(freeze_ms=0):
+    """Asks vm-pair to stop guest B at once ($SCI_PAIR_CTL/kill-b), or, with freeze_ms,
+    to freeze its QEMU first and kill it that many milliseconds later. vm-pair removes the
+    file once it read it: a request it read half-written was taken as a plain kill, and
+    the write that followed failed (ENOENT; seen on the slow sanitizer kernel)."""
+    write_whole("kill-b", f"freeze {freeze_ms}\n" if freeze_ms else "")
 
 
 def get(name, timeout=WAIT):
