@@ -171,6 +171,8 @@ pub struct Liar<'a> {
     duration_ms: u64,
     /// The liar's own doorbell counters (a storm counts up from what it found).
     bells: Vec<u32>,
+    /// `cursors`: for each line lied to, the lie stored and the value it replaced.
+    cursor_lies: BTreeMap<usize, (u64, u64)>,
 }
 
 impl<'a> Liar<'a> {
@@ -211,6 +213,7 @@ impl<'a> Liar<'a> {
             next_flip_ms: 0,
             duration_ms,
             bells: Vec::new(),
+            cursor_lies: BTreeMap::new(),
         };
         for off in [map.node_word(liar), map.link(liar, victim)]
             .into_iter()
@@ -370,6 +373,13 @@ impl<'a> Liar<'a> {
     /// `cursors`: in two of the victim's segments per step, the producer cursor of its
     /// receive queue or the consumer cursor of its send queue (both the liar's to
     /// write) set to an impossible value.
+    ///
+    /// Impossible relative to the honest value, which is not always what the line
+    /// holds: a line that still holds the liar's last lie is lied about relative to
+    /// the value that lie replaced. Built on its own lie, a lie can be plausible (a
+    /// cursor 2 rings ahead, then that less 2 rings and a bit: a few bytes ahead of
+    /// the honest one), which the victim must take as bytes the peer wrote — a changed
+    /// stream, as under `random`, and no test of the victim's checks.
     fn cursors(&mut self) {
         let exports = self.victim_exports();
         if exports.is_empty() {
@@ -383,9 +393,14 @@ impl<'a> Liar<'a> {
             } else {
                 self.credit_area(&e) + CREDIT_CONS_CURSOR
             };
-            let p = self.load(off);
-            let (v, what) = self.bad_cursor(p, size);
+            let found = self.load(off);
+            let honest = match self.cursor_lies.get(&off) {
+                Some(&(lie, honest)) if lie == found => honest,
+                _ => found,
+            };
+            let (v, what) = self.bad_cursor(honest, size);
             self.store(off, v, what);
+            self.cursor_lies.insert(off, (v, honest));
         }
     }
 

@@ -153,3 +153,22 @@ fn rng_is_fixed() {
     assert_eq!(r.next_u64(), 0xe220_a839_7b1d_cdaf);
     assert_eq!(r.next_u64(), 0x6e78_9e6a_a1b9_65f4);
 }
+
+/// `cursors` lies only in ways the victim can tell: every value it stores is more than
+/// a ring away (ahead or behind) from the honest value of the line, the one the region
+/// held before the liar came (no honest peer moves it here), however often a line is
+/// lied to again while it still holds the liar's own last lie.
+#[test]
+fn cursor_lies_are_impossible() {
+    let (honest, ..) = region();
+    let (log, ..) = run(Kind::Cursors, 0x5c1_4058, 4000);
+    assert!(log.len() > 1000);
+    for (off, v) in log {
+        let was = honest[off / 8].load(Ordering::Relaxed);
+        let ahead = v.wrapping_sub(was);
+        assert!(
+            ahead > RING,
+            "a lie at {off:#x} is {ahead} bytes ahead of the honest cursor {was:#x}: plausible"
+        );
+    }
+}
