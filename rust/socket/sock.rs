@@ -609,20 +609,32 @@ impl SciSock {
     }
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD`, so an admin (and the tests) can
-    /// see that a program's socket really is `AF_SCI`, and how it carries its bytes.
+    /// see that a program's socket really is `AF_SCI`, and how it carries its bytes; an SCI
+    /// connection also names its two ends (`sci-conn:`: the peer's node, this end's channel
+    /// and generation, the peer end's channel), which is where each end's segment is in the
+    /// region's export directories.
     pub(crate) fn fdinfo(&self) -> Result<CString> {
         let native = self.native();
-        let sci = self.conn().is_some();
-        CString::try_from_fmt(fmt!(
-            "sci-mode:\t{}\nsci-fallback:\t{}\nsci-native-family:\t{}\n",
-            if sci { "sci" } else { "native" },
-            self.reason(sci).name(),
-            if native.family() == bindings::AF_INET6 as c_int {
-                "inet6"
-            } else {
-                "inet"
-            },
-        ))
+        let conn = self.conn();
+        let family = if native.family() == bindings::AF_INET6 as c_int {
+            "inet6"
+        } else {
+            "inet"
+        };
+        let reason = self.reason(conn.is_some()).name();
+        match conn {
+            None => CString::try_from_fmt(fmt!(
+                "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n"
+            )),
+            Some(conn) => CString::try_from_fmt(fmt!(
+                "sci-mode:\tsci\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
+                 sci-conn:\tnode {} channel {} generation {} peer-channel {}\n",
+                conn.peer_node,
+                conn.id.slot,
+                conn.id.generation,
+                conn.peer_id().slot
+            )),
+        }
     }
 
     /// What the netlink socket dump reports of this socket.

@@ -28,8 +28,11 @@ SOL_SCI, SCI_INFO = 300, 1
 MODE = {0: "native", 1: "sci"}
 REASON = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
           4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
-# Guest A is node 0, guest B node 1 (selftests/harness/vm-pair's addresses).
-A, B = "10.0.0.1", "10.0.0.2"
+# Guest A is node 0, guest B node 1, guest C (vm-pair --c) node 2 (vm-pair's addresses).
+A, B, C = "10.0.0.1", "10.0.0.2", "10.0.0.3"
+NODE = {"a": 0, "b": 1, "c": 2}
+# Guests in the run (vm-pair's SCI_PAIR_GUESTS): 2, or 3 with guest C.
+GUESTS = int(os.environ.get("SCI_PAIR_GUESTS", "2"))
 
 
 class Tap:
@@ -163,6 +166,17 @@ def info(sock):
     return MODE.get(mode, str(mode)), REASON.get(reason, str(reason))
 
 
+def sci_conn(sock):
+    """The SCI connection's ends from the socket's fdinfo ("sci-conn:" line), as a dict
+    of node, channel, generation and peer-channel; None for a socket not in mode sci."""
+    with open(f"/proc/self/fdinfo/{sock.fileno()}") as f:
+        for line in f:
+            if line.startswith("sci-conn:"):
+                words = line.split()[1:]
+                return {k: int(v) for k, v in zip(words[::2], words[1::2])}
+    return None
+
+
 def recv_exact(sock, n):
     buf = bytearray()
     while len(buf) < n:
@@ -174,24 +188,31 @@ def recv_exact(sock, n):
 
 
 def load_module(tap, role, more_nodes=()):
-    """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1), the node map (A and B,
-    plus more_nodes: (address, node) pairs), and a wait until the two nodes are linked."""
-    node = 0 if role == "a" else 1
+    """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1, C node 2), the node map
+    (the guests, plus more_nodes: (address, node) pairs), and a wait until this node is
+    linked with every other guest's."""
+    node = NODE[role]
     sh(f"{KMEMLEAK_CHECK} start")  # the sanitizer kernel: forget the boot's reports
-    r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes=2")
+    r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes={GUESTS}")
     if not tap.check(r.returncode == 0, f"insmod af_sci.ko fabric=ivshmem node_id={node}"):
         tap.note(r.stderr.strip() + " / " + sh("dmesg | tail -n 5").stdout)
         raise RuntimeError("no module")
+    guests = ((A, 0), (B, 1), (C, 2))[:GUESTS]
     with open("/tmp/nodes.conf", "w") as f:
-        for addr, n in ((A, 0), (B, 1), *more_nodes):
+        for addr, n in (*guests, *more_nodes):
             f.write(f"{addr} {n}\n")
-    extra = "".join(f", {addr} node {n}" for addr, n in more_nodes)
+    extra = "".join(f", {addr} node {n}" for addr, n in (*guests[2:], *more_nodes))
     tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
               f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
+    others = {n for _, n in guests if n != node}
+
+    def linked():
+        return {int(m) for m in re.findall(r"linked with node (\d+)", sh("dmesg").stdout)}
     end = time.monotonic() + WAIT
-    while "linked with node" not in sh("dmesg").stdout and time.monotonic() < end:
+    while not others <= linked() and time.monotonic() < end:
         time.sleep(0.1)
-    tap.check("linked with node" in sh("dmesg").stdout, "the fabric links the two nodes")
+    tap.check(others <= linked(), "the fabric links the two nodes" if GUESTS == 2 else
+              f"the fabric links node {node} with nodes {sorted(others)}")
 
 
 def exec_preloaded(tap, script, args):

@@ -173,6 +173,9 @@ pub struct Liar<'a> {
     bells: Vec<u32>,
     /// `cursors`: for each line lied to, the lie stored and the value it replaced.
     cursor_lies: BTreeMap<usize, (u64, u64)>,
+    /// The victim's channels whose segments belong to connections with other nodes: not
+    /// the liar's to write (see [`Liar::spare`]).
+    spare: Vec<u32>,
 }
 
 impl<'a> Liar<'a> {
@@ -214,6 +217,7 @@ impl<'a> Liar<'a> {
             duration_ms,
             bells: Vec::new(),
             cursor_lies: BTreeMap::new(),
+            spare: Vec::new(),
         };
         for off in [map.node_word(liar), map.link(liar, victim)]
             .into_iter()
@@ -222,6 +226,15 @@ impl<'a> Liar<'a> {
             me.saved.push((off, me.load(off)));
         }
         Ok(me)
+    }
+
+    /// Leaves the victim's segments under `channels` alone. With more than two nodes the
+    /// victim's segments are not all the liar's to write: those of its connections with
+    /// a third node are that node's, and a liar that wrote them would be testing what
+    /// no protocol can survive (a writer that shares no connection). The test names
+    /// them from the victim's side (`sci-conn:` in its sockets' fdinfo).
+    pub fn spare(&mut self, channels: &[u32]) {
+        self.spare = channels.to_vec();
     }
 
     /// Records every store (for tests).
@@ -259,10 +272,14 @@ impl<'a> Liar<'a> {
         }
     }
 
-    /// The victim's exported segments (with two nodes: its connections to the liar,
-    /// in which the liar writes the producer line and the consumer line).
+    /// The victim's exported segments of its connections to the liar (all of them with
+    /// two nodes; those not spared with more), in which the liar writes the producer
+    /// line and the consumer line.
     fn victim_exports(&self) -> Vec<Export> {
-        self.map.exports(self.words, self.victim).collect()
+        self.map
+            .exports(self.words, self.victim)
+            .filter(|e| !self.spare.contains(&e.channel))
+            .collect()
     }
 
     /// The liar's exported segments.

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sci-hostile --shm PATH --seed S --kind KIND --liar NODE [--victim NODE] [--ms DURATION]
-//!             [--ports P,...]
+//!             [--ports P,...] [--spare CHANNEL,...]
 //! ```
 //!
 //! Maps the region file PATH (the ivshmem memory backend on the host: a file in
@@ -10,7 +10,8 @@
 //! every millisecond as node LIAR toward node VICTIM (default: the other of nodes 0 and
 //! 1). KIND is one of random, cursors, lengths, generations, frames, nodeword,
 //! doorbells (see the library's documentation). `--ports` names the victim's listening
-//! ports for forged connect requests. Prints one line: `sci-hostile: kind=... seed=...
+//! ports for forged connect requests; `--spare` the victim's channels that belong to its
+//! connections with other nodes, which the liar leaves alone. Prints one line: `sci-hostile: kind=... seed=...
 //! liar=... victim=... ms=... steps=... writes=... [what=count ...]`. Exits 2 on a usage
 //! error or a region that is not formatted.
 
@@ -38,6 +39,8 @@ struct Args {
     ms: u64,
     /// The victim's listening ports.
     ports: Vec<u16>,
+    /// The victim's channels not lied to.
+    spare: Vec<u32>,
 }
 
 /// A number in decimal or 0x-hex.
@@ -50,8 +53,9 @@ fn number(s: &str) -> Option<u64> {
 
 /// Parses the command line.
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    let (mut shm, mut seed, mut kind, mut liar, mut victim, mut ms, mut ports) =
-        (None, None, None, None, None, 3000, Vec::new());
+    let (mut shm, mut seed, mut kind, mut liar, mut victim, mut ms) =
+        (None, None, None, None, None, 3000);
+    let (mut ports, mut spare) = (Vec::new(), Vec::new());
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or(format!("{arg} wants a value"));
         match arg.as_str() {
@@ -69,6 +73,11 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                     ports.push(p.parse().map_err(|_| format!("bad port {p}"))?);
                 }
             }
+            "--spare" => {
+                for c in value()?.split(',').filter(|c| !c.is_empty()) {
+                    spare.push(c.parse().map_err(|_| format!("bad channel {c}"))?);
+                }
+            }
             "-h" | "--help" => return Err(String::new()),
             _ => return Err(format!("unknown argument {arg}")),
         }
@@ -81,12 +90,13 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         victim,
         ms,
         ports,
+        spare,
     })
 }
 
 /// The usage text.
 const USAGE: &str = "usage: sci-hostile --shm PATH --seed S --kind KIND --liar NODE \
-[--victim NODE] [--ms DURATION] [--ports P,...]\n  KIND: random cursors lengths generations \
+[--victim NODE] [--ms DURATION] [--ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors lengths generations \
 frames nodeword doorbells";
 
 /// A shared mapping of a region file, unmapped when dropped.
@@ -181,6 +191,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    liar.spare(&args.spare);
     let start = Instant::now();
     let mut next = start;
     loop {

@@ -28,10 +28,21 @@ fn region() -> (Vec<AtomicU64>, Map) {
 /// frames as the victim would (its ack word moves on after each step), and returns
 /// the stores made.
 fn run(kind: Kind, seed: u64, steps: u64) -> (Vec<(usize, u64)>, Map, Vec<AtomicU64>) {
+    run_sparing(kind, seed, steps, &[])
+}
+
+/// [`run`], the victim's channels `spare` left alone.
+fn run_sparing(
+    kind: Kind,
+    seed: u64,
+    steps: u64,
+    spare: &[u32],
+) -> (Vec<(usize, u64)>, Map, Vec<AtomicU64>) {
     let (words, map) = region();
     let mb = map.mailbox(LIAR, VICTIM).unwrap();
     {
         let mut liar = Liar::new(&words, kind, (LIAR, VICTIM), seed, steps, &[7300]).unwrap();
+        liar.spare(spare);
         liar.record();
         for ms in 0..steps {
             liar.step(ms);
@@ -170,5 +181,31 @@ fn cursor_lies_are_impossible() {
             ahead > RING,
             "a lie at {off:#x} is {ahead} bytes ahead of the honest cursor {was:#x}: plausible"
         );
+    }
+}
+
+/// A spared channel of the victim (its connection with a third node) gets no store of
+/// any kind, and the others still get theirs.
+#[test]
+fn spared_segments_are_left_alone() {
+    let (words, map) = region();
+    let exports: Vec<_> = map.exports(&words, VICTIM).collect();
+    assert!(exports.len() >= 2);
+    let spared = exports[0];
+    for kind in Kind::ALL {
+        let (log, ..) = run_sparing(kind, 7, 400, &[spared.channel]);
+        for (off, _) in &log {
+            assert!(
+                !(spared.off..spared.off + spared.len).contains(off),
+                "{kind:?}: store at {off:#x} in the spared segment"
+            );
+        }
+        if kind == Kind::Cursors {
+            let others = exports[1..].iter().any(|e| {
+                log.iter()
+                    .any(|(off, _)| (e.off..e.off + e.len).contains(off))
+            });
+            assert!(others, "cursors: no store in the segments not spared");
+        }
     }
 }
