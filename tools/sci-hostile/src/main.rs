@@ -11,9 +11,9 @@
 //! 1). KIND is one of random, cursors, lengths, generations, frames, nodeword,
 //! doorbells (see the library's documentation). `--ports` names the victim's listening
 //! ports for forged connect requests; `--spare` the victim's channels that belong to its
-//! connections with other nodes, which the liar leaves alone. Prints one line: `sci-hostile: kind=... seed=...
-//! liar=... victim=... ms=... steps=... writes=... [what=count ...]`. Exits 2 on a usage
-//! error or a region that is not formatted.
+//! connections with other nodes, which the liar leaves alone. Prints one line:
+//! `sci-hostile: kind=... seed=... liar=... victim=... ms=... steps=... writes=...
+//! [what=count ...]`. Exits 2 on a usage error or a region that is not formatted.
 
 use std::fs::OpenOptions;
 use std::os::fd::AsRawFd;
@@ -51,6 +51,14 @@ fn number(s: &str) -> Option<u64> {
     }
 }
 
+/// A comma-separated list of numbers (empty items skipped); `what` names one in an error.
+fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
+    s.split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse().map_err(|_| format!("bad {what} {v}")))
+        .collect()
+}
+
 /// Parses the command line.
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut shm, mut seed, mut kind, mut liar, mut victim, mut ms) =
@@ -68,16 +76,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--liar" => liar = Some(value()?.parse().map_err(|_| "--liar wants a node id")?),
             "--victim" => victim = Some(value()?.parse().map_err(|_| "--victim wants a node id")?),
             "--ms" => ms = value()?.parse().map_err(|_| "--ms wants milliseconds")?,
-            "--ports" => {
-                for p in value()?.split(',').filter(|p| !p.is_empty()) {
-                    ports.push(p.parse().map_err(|_| format!("bad port {p}"))?);
-                }
-            }
-            "--spare" => {
-                for c in value()?.split(',').filter(|c| !c.is_empty()) {
-                    spare.push(c.parse().map_err(|_| format!("bad channel {c}"))?);
-                }
-            }
+            "--ports" => ports.extend(list::<u16>(&value()?, "port")?),
+            "--spare" => spare.extend(list::<u32>(&value()?, "channel")?),
             "-h" | "--help" => return Err(String::new()),
             _ => return Err(format!("unknown argument {arg}")),
         }
@@ -96,8 +96,8 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
 
 /// The usage text.
 const USAGE: &str = "usage: sci-hostile --shm PATH --seed S --kind KIND --liar NODE \
-[--victim NODE] [--ms DURATION] [--ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors lengths generations \
-frames nodeword doorbells";
+[--victim NODE] [--ms DURATION] [--ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors \
+lengths generations frames nodeword doorbells";
 
 /// A shared mapping of a region file, unmapped when dropped.
 struct Mapping {
