@@ -251,6 +251,12 @@ impl<R: Segment, L: Segment> Producer<R, L> {
             .saturating_sub(cursor::distance(self.cons_seen, self.staged))
     }
 
+    /// Bytes copied into the ring since the queue began, staged or published: what this
+    /// side tells the reader in a resume header (`resume.rs`).
+    pub(crate) fn written(&self) -> u64 {
+        cursor::distance(self.params.start, self.staged)
+    }
+
     /// Bytes staged but not yet published (held back by gathering).
     pub(crate) fn pending(&self) -> u64 {
         cursor::distance(self.published, self.staged)
@@ -505,6 +511,9 @@ pub(crate) struct Consumer<L: Segment, R: Segment> {
     prod_seen: u64,
     /// The producer cursor when "done writing" was first seen.
     final_prod: Option<u64>,
+    /// The queue moved to TCP ([`Consumer::freeze`]): `prod_seen` is final and nothing
+    /// the old peer stores is read any more.
+    frozen: bool,
     /// This side's flag word as last stored.
     own: FlagWord,
     /// Latched peer flags.
@@ -554,6 +563,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
             published: params.start,
             prod_seen: params.start,
             final_prod: None,
+            frozen: false,
             own: FlagWord {
                 generation: params.generation,
                 token: 0,
@@ -606,8 +616,11 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         self.consumed
     }
 
-    /// The producer's flag word (local load), generation-filtered.
+    /// The producer's flag word (local load), generation-filtered; none once frozen.
     fn load_peer_flags(&self) -> FlagWord {
+        if self.frozen {
+            return FlagWord::filtered(0, self.params.generation, PRODUCER_BITS);
+        }
         FlagWord::filtered(
             self.ring.load_u64(at(self.ring_base, RX_PROD_FLAGS)),
             self.params.generation,
@@ -640,6 +653,9 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// validates them and returns the bytes available.
     pub(crate) fn refresh(&mut self) -> Result<u64, ProtocolError> {
         self.check()?;
+        if self.frozen {
+            return Ok(self.available());
+        }
         // Flags first: a "done" seen here orders the final cursor before it.
         let w = self.load_peer_flags();
         self.latch_peer(w);
@@ -685,6 +701,37 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         }
         self.consumed = cursor::advance(self.consumed, n);
         Ok(())
+    }
+
+    /// Where a resume header is checked against (`resume.rs`): the start cursor, the
+    /// local consumer cursor, the last validated producer cursor and the ring size.
+    pub(crate) fn resume_view(&self) -> (u64, u64, u64, u64) {
+        (
+            self.params.start,
+            self.consumed,
+            self.prod_seen,
+            self.params.geometry.size(),
+        )
+    }
+
+    /// The connection moved to TCP and the writer said how far it wrote (`end`, checked by
+    /// `ResumeHeader::check`): the bytes up to there are read from the ring as before,
+    /// and nothing the old writer stores is looked at again. The caller reads the rest of
+    /// the stream from TCP once [`available`](Self::available) is 0.
+    pub(crate) fn freeze(&mut self, end: u64) -> Result<(), ProtocolError> {
+        self.check()?;
+        let size = self.params.geometry.size();
+        if let Err(e) = cursor::check_producer(self.consumed, self.prod_seen, end, size) {
+            return Err(self.fail(e));
+        }
+        self.prod_seen = end;
+        self.frozen = true;
+        Ok(())
+    }
+
+    /// Whether the queue was frozen (moved to TCP).
+    pub(crate) fn frozen(&self) -> bool {
+        self.frozen
     }
 
     /// The writer's view of free space, as far as this side knows.

@@ -15,6 +15,7 @@ mod liveness;
 mod pages;
 mod queue_model;
 mod region;
+mod resume;
 mod ring_cursor;
 mod stress;
 
