@@ -94,9 +94,10 @@ impl ResumeHeader {
         if magic != RESUME_MAGIC || version != RESUME_VERSION || flags != 0 {
             return Err(ResumeError::Format);
         }
-        let id = |off| ConnId {
+        // Ids sit at 8-aligned offsets: the generation follows at `off | 4`.
+        let id = |off: usize| ConnId {
             slot: u32::from_le_bytes(word(b, off)),
-            generation: u32::from_le_bytes(word(b, off + 4)),
+            generation: u32::from_le_bytes(word(b, off | 4)),
         };
         Ok(Self {
             from: id(0x08),
