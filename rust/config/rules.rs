@@ -233,11 +233,13 @@ pub enum FallbackReason {
     Timeout = 6,
     /// The accepted connection came from a plain TCP peer.
     PeerTcp = 7,
+    /// An SCI connection whose fabric path was lost moved onto TCP mid-stream.
+    Failover = 8,
 }
 
 impl FallbackReason {
     /// Every reason, in the order of their values.
-    pub const ALL: [FallbackReason; 8] = [
+    pub const ALL: [FallbackReason; 9] = [
         FallbackReason::None,
         FallbackReason::NoFabric,
         FallbackReason::NotMapped,
@@ -246,6 +248,7 @@ impl FallbackReason {
         FallbackReason::NoMemory,
         FallbackReason::Timeout,
         FallbackReason::PeerTcp,
+        FallbackReason::Failover,
     ];
 
     /// Number of reasons (`SCI_FALLBACK_MAX + 1`).
@@ -272,6 +275,7 @@ impl FallbackReason {
             FallbackReason::NoMemory => "no-memory",
             FallbackReason::Timeout => "timeout",
             FallbackReason::PeerTcp => "peer-tcp",
+            FallbackReason::Failover => "failover",
         }
     }
 

@@ -28,6 +28,7 @@ use crate::fabric::memory::SegMem;
 use crate::fabric::{Fabric, NodeId};
 use crate::proto::frame::{ConnId, QueueOffer, ValidOffer};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
+use crate::proto::resume::ResumeHeader;
 use crate::proto::ring::CREDIT_AREA_SIZE;
 use crate::proto::state::{self, Local, Peer, PeerEnd, TcpState};
 pub(crate) use crate::proto::state::{Phase, Release};
@@ -72,6 +73,17 @@ pub(crate) trait Caller {
     fn watched(&self) -> bool;
 }
 
+/// What a connection asks of its socket when the fabric path to the peer is lost while
+/// the connection is established: to move it onto TCP (`socket/sock/failover.rs`). The
+/// socket layer implements it with a counted reference to the socket; a connection never
+/// reaches the socket layer otherwise.
+pub(crate) trait Mover: Send + Sync {
+    /// Starts moving the connection (in the background: this may be atomic context).
+    /// False when the socket will not (failover turned off, no memory): the connection
+    /// then resets, as a connection whose peer died does.
+    fn start(&self) -> bool;
+}
+
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
 /// loopback, so a program that writes before it reads behaves as on TCP).
 pub(crate) const RING_LOG2: u32 = 18;
@@ -98,6 +110,9 @@ struct Inner {
     /// The fabric or the peer's node reset the connection ([`Conn::peer_lost`]): the peer
     /// end said nothing of its own about the segment.
     peer_lost: bool,
+    /// The fabric path was lost and the socket moves the connection onto TCP: nothing
+    /// more is written into the peer's ring; what is in this end's ring is still read.
+    moving: bool,
 }
 
 /// One SCI connection end.
@@ -116,6 +131,9 @@ pub(crate) struct Conn {
     /// Address of the socket to wake (an `AF_SCI` sk), 0 when none.
     #[pin]
     owner: SpinLock<usize>,
+    /// Who moves the connection onto TCP when the fabric path is lost (none: it resets).
+    #[pin]
+    mover: SpinLock<Option<Arc<dyn Mover>>>,
     /// `getsockname` of the connection.
     pub(crate) local: Addr,
     /// `getpeername` of the connection.
@@ -194,10 +212,12 @@ impl Conn {
                         held: nagle::Held::default(),
                         never_shared: false,
                         peer_lost: false,
+                        moving: false,
                     },
                     "Conn::inner"
                 ),
                 owner <- kernel::new_spinlock!(0, "Conn::owner"),
+                mover <- kernel::new_spinlock!(None, "Conn::mover"),
                 local,
                 peer,
                 slots,
@@ -333,23 +353,111 @@ impl Conn {
         release
     }
 
-    /// The peer's node went down (the fabric stopped hearing from it): the connection
-    /// is reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect
-    /// still waiting for its answer falls back to TCP. Returns what [`Conn::doorbell`]
-    /// returns.
+    /// The peer's node went down (the fabric stopped hearing from it): an established
+    /// connection whose socket can move it goes on over TCP ([`Mover`]); any other is
+    /// reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect still
+    /// waiting for its answer falls back to TCP. Returns what [`Conn::doorbell`] returns.
     #[must_use]
     pub(crate) fn peer_lost(&self) -> bool {
+        let mover = self.mover.lock().clone();
         let mut g = self.inner.lock();
         g.peer_lost = true;
         if g.phase == Phase::Connecting {
             g.phase = Phase::Unanswered;
         }
+        let movable = g.phase == Phase::Established && !g.local.closed && !g.moving;
+        let mover = mover.filter(|_| movable);
+        if mover.is_some() {
+            g.moving = true;
+        } else if let Some(rx) = g.rx.as_mut() {
+            rx.latch_peer_abort();
+        }
+        drop(g);
+        if let Some(mover) = mover {
+            if !mover.start() {
+                self.stop_moving();
+            }
+        }
+        self.wake(Wake::State);
+        self.doorbell()
+    }
+
+    /// Sets who moves the connection onto TCP when its fabric path is lost.
+    pub(crate) fn set_mover(&self, mover: Option<Arc<dyn Mover>>) {
+        let old = core::mem::replace(&mut *self.mover.lock(), mover);
+        drop(old);
+    }
+
+    /// Whether someone moves the connection onto TCP when its fabric path is lost.
+    pub(crate) fn has_mover(&self) -> bool {
+        self.mover.lock().is_some()
+    }
+
+    /// Whether the connection is moving (or moved) onto TCP.
+    pub(crate) fn moving(&self) -> bool {
+        self.inner.lock().moving
+    }
+
+    /// The move failed (no TCP path to the peer in time, or its resume header was
+    /// refused): the connection resets, as one whose peer died.
+    pub(crate) fn stop_moving(&self) {
+        let mut g = self.inner.lock();
+        g.moving = false;
         if let Some(rx) = g.rx.as_mut() {
             rx.latch_peer_abort();
         }
         drop(g);
         self.wake(Wake::State);
-        self.doorbell()
+        self.wake(Wake::Readable);
+        self.wake(Wake::Writable);
+    }
+
+    /// What this end tells the peer in its resume header: the two ends' ids and the
+    /// bytes it wrote into the peer's ring (held back by gathering or not). `None` when
+    /// the connection is not moving.
+    pub(crate) fn resume_header(&self) -> Option<ResumeHeader> {
+        let g = self.inner.lock();
+        let tx = g.tx.as_ref().filter(|_| g.moving)?;
+        Some(ResumeHeader {
+            from: self.id,
+            to: g.peer_id,
+            written: tx.written(),
+        })
+    }
+
+    /// Takes the peer's resume header: this end's ring is read up to where the peer
+    /// says it wrote, and the rest of the stream comes over TCP.
+    pub(crate) fn resume(&self, header: &ResumeHeader) -> Result {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let rx = g.rx.as_mut().ok_or(errno(bindings::ENOTCONN))?;
+        let end = header
+            .check(self.id, peer_id, rx.resume_view())
+            .map_err(proto_err)?;
+        rx.freeze(end).map_err(proto_err)?;
+        drop(g);
+        self.wake(Wake::Readable);
+        Ok(())
+    }
+
+    /// Whether the ring of a moved connection holds nothing more: what follows comes
+    /// over TCP.
+    pub(crate) fn drained(&self) -> bool {
+        let g = self.inner.lock();
+        g.rx.as_ref().is_some_and(|rx| rx.frozen() && rx.available() == 0)
+    }
+
+    /// Whether this end's ring has bytes to read (a moving connection's poll).
+    pub(crate) fn ring_readable(&self) -> bool {
+        let mut g = self.inner.lock();
+        g.rx.as_mut().is_some_and(|rx| rx.refresh().is_ok_and(|n| n > 0))
+    }
+
+    /// `shutdown(2)` calls made on this end (read, write), to make again on the TCP
+    /// connection that carries it on.
+    pub(crate) fn local_shutdown(&self) -> (bool, bool) {
+        let g = self.inner.lock();
+        (g.local.rcv_shut, g.local.snd_shut)
     }
 
     /// Sets (or, with 0, clears) the socket that this connection wakes.
@@ -530,6 +638,7 @@ impl Conn {
     /// was left unread or `abort` (`SO_LINGER` with a zero timeout) asks for it.
     pub(crate) fn close(&self, fabric: &dyn Fabric, abort: bool) {
         self.set_owner(0);
+        self.set_mover(None);
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
         let Inner {

@@ -38,6 +38,10 @@ impl Conn {
         loop {
             let mut g = self.inner.lock();
             let peer_id = g.peer_id;
+            if g.moving {
+                // The socket carries on over TCP from here (`Conn::moving`).
+                return partial(sent, errno(bindings::ENOTCONN));
+            }
             let Inner {
                 tx,
                 rx,
@@ -140,7 +144,7 @@ impl Conn {
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
-                let aborted = g.rx.as_mut().is_some_and(|rx| rx.peer().abort);
+                let aborted = g.moving || g.rx.as_mut().is_some_and(|rx| rx.peer().abort);
                 let Some(tx) = g.tx.as_mut() else {
                     return Ok(true);
                 };
@@ -161,11 +165,18 @@ impl Conn {
     /// ended. Posts no wait request (the spinning phase of a wait).
     fn send_ready(&self) -> bool {
         let mut g = self.inner.lock();
-        let Inner { tx, rx, local, .. } = &mut *g;
+        let Inner {
+            tx,
+            rx,
+            local,
+            moving,
+            ..
+        } = &mut *g;
         let Some(tx) = tx.as_mut() else {
             return true;
         };
-        local.snd_shut
+        *moving
+            || local.snd_shut
             || tx.refresh().map_or(true, |free| free > 0)
             || tx.peer().closed
             || rx.as_mut().is_some_and(|rx| rx.peer().abort)
@@ -174,7 +185,7 @@ impl Conn {
     /// Whether a blocking receive would make progress now: data, end of stream or reset.
     fn recv_ready(&self) -> bool {
         let mut g = self.inner.lock();
-        let shut = g.local.rcv_shut;
+        let shut = g.local.rcv_shut || g.moving;
         let Some(rx) = g.rx.as_mut() else {
             return true;
         };
@@ -209,7 +220,9 @@ impl Conn {
             let mut g = self.inner.lock();
             let peer_id = g.peer_id;
             // After SHUT_RD, queued data is still delivered, but nothing waits (as TCP).
-            let Inner { rx, local, .. } = &mut *g;
+            let Inner {
+                rx, local, moving, ..
+            } = &mut *g;
             let Some(rx) = rx.as_mut() else {
                 return Err(errno(bindings::ENOTCONN));
             };
@@ -256,6 +269,11 @@ impl Conn {
                 }
                 continue;
             }
+            if *moving {
+                // The ring is empty (for now, or for good once frozen): the socket waits
+                // for the move and reads the rest over TCP (`Conn::moving`).
+                return partial(copied, errno(bindings::ENOTCONN));
+            }
             let w = rx.peer();
             let peer = Peer {
                 done_writing: w.done_writing,
@@ -293,7 +311,7 @@ impl Conn {
             let r = own.wait(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
-                if g.local.rcv_shut {
+                if g.local.rcv_shut || g.moving {
                     return Ok(true);
                 }
                 let Some(rx) = g.rx.as_mut() else {

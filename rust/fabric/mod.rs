@@ -66,4 +66,12 @@ pub(crate) trait Fabric: Send + Sync {
 
     /// Sends a control frame to `node`'s mailbox.
     fn send_control(&self, node: NodeId, frame: &[u8; FRAME_SIZE]) -> Result;
+
+    /// Drops the link to `node` as if it had failed (an administrator's request): the
+    /// node is counted down and its connections move onto TCP or reset; a backend that
+    /// links again by itself does so once both nodes are still alive. `ENOTCONN` when
+    /// there is no link to `node`; `EOPNOTSUPP` for a backend without links.
+    fn drop_link(&self, _node: NodeId) -> Result {
+        Err(crate::sys::errno::errno(crate::sys::bindings::EOPNOTSUPP))
+    }
 }

@@ -6,6 +6,7 @@
 //! socket layer's raw calls into calls on the safe [`SciSock`] with typed arguments, and
 //! owns the only raw accesses to our own `struct sock`.
 
+use crate::conn::Mover;
 use crate::control::PendingConnect;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
@@ -78,11 +79,45 @@ impl HeldSk {
     }
 }
 
-/// The connector kthread finishes a non-blocking connect through this reference.
+/// The connector kthread finishes a non-blocking connect, and moves a connection whose
+/// fabric path was lost onto TCP, through this reference.
 impl PendingConnect for HeldSk {
     fn step(&self, finish_now: bool) -> bool {
         let (own, state) = self.parts();
-        state.connect_step(&own, finish_now)
+        let connected = state.connect_step(&own, finish_now);
+        if connected {
+            arm_failover(&own, state);
+        }
+        let moved = state.failover_step(&own, finish_now);
+        connected && moved
+    }
+}
+
+/// A connection whose fabric path is lost asks its socket, through this reference, to
+/// move it onto TCP; the move is handed to the connector kthread.
+impl Mover for HeldSk {
+    fn start(&self) -> bool {
+        let (own, state) = self.parts();
+        state.start_failover(|| {
+            let job: Arc<dyn PendingConnect> = Arc::new(HeldSk::new(&own), GFP_KERNEL)?;
+            Ok(job)
+        })
+    }
+}
+
+/// Gives the socket's SCI connection, once it has one, a way to reach the socket when its
+/// fabric path is lost (a counted reference, dropped when the connection closes).
+fn arm_failover(own: &OwnSk, state: &SciSock) {
+    let Some(conn) = state.conn() else {
+        return;
+    };
+    if conn.has_mover() {
+        return;
+    }
+    // Without memory for it, the connection resets if its fabric path is lost.
+    if let Ok(mover) = Arc::new(HeldSk::new(own), GFP_KERNEL) {
+        let mover: Arc<dyn Mover> = mover;
+        conn.set_mover(Some(mover));
     }
 }
 
@@ -283,7 +318,9 @@ unsafe extern "C" fn connect(
         let held: Arc<dyn PendingConnect> = Arc::new(HeldSk::new(&own), GFP_KERNEL)?;
         Ok(held)
     };
-    errno_of(state.connect(&own, SockAddr::new(addr, len), flags, &hold))
+    let r = state.connect(&own, SockAddr::new(addr, len), flags, &hold);
+    arm_failover(&own, state);
+    errno_of(r)
 }
 
 /// `accept` of our `proto_ops`.
@@ -326,6 +363,7 @@ unsafe extern "C" fn accept(
                     drop_sk(newsock, new_own);
                     return e.to_errno();
                 }
+                arm_failover(&new_own, new_state);
             }
         }
         new_state.set_registry_id(new_state.stack().sockets.insert(slot, SkRef::new(&new_own)));

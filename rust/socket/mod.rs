@@ -10,6 +10,7 @@
 
 pub(crate) mod adapter;
 pub(crate) mod handover;
+pub(crate) mod join;
 pub(crate) mod native;
 pub(crate) mod registry;
 pub(crate) mod sk;

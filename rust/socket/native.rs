@@ -122,7 +122,23 @@ impl NativeHooks {
     pub(crate) fn clear_mirrored_error(&self) {
         self.mirrored_error.store(0, Ordering::Release);
     }
+
+    /// The callbacks saved when forwarding was installed: what a connection accepted
+    /// from this (listening) socket must get back, having inherited the forwarders.
+    pub(crate) fn saved(&self) -> SavedCallbacks {
+        SavedCallbacks([
+            self.data_ready.load(Ordering::Relaxed),
+            self.write_space.load(Ordering::Relaxed),
+            self.state_change.load(Ordering::Relaxed),
+            self.error_report.load(Ordering::Relaxed),
+        ])
+    }
 }
+
+/// A native socket's own callbacks (data ready, write space, state change, error
+/// report), as saved in [`NativeHooks`].
+#[derive(Clone, Copy)]
+pub(crate) struct SavedCallbacks([usize; 4]);
 
 /// Runs `f` with the hooks of native `sk`, under its callback lock, if they are installed.
 ///
@@ -394,14 +410,39 @@ impl Native {
         unsafe { bindings::sci_copy_alloc_flags(self.sk(), owner) }
     }
 
+    /// Puts back the callbacks a just-accepted socket should have had: it inherited the
+    /// listener's forwarders, whose originals are `saved`.
+    pub(crate) fn restore_callbacks(&self, saved: SavedCallbacks) {
+        let sk = self.sk();
+        // SAFETY: `sk` is live; callbacks are changed under the write lock.
+        unsafe {
+            bindings::sci_callback_write_lock(sk);
+            Self::set_callbacks(sk, saved);
+            bindings::sci_callback_write_unlock(sk);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `sk` is live and its callback lock is held for writing.
+    unsafe fn set_callbacks(sk: *mut bindings::sock, SavedCallbacks([r, w, s, e]): SavedCallbacks) {
+        // SAFETY: see the function's contract.
+        unsafe {
+            (*sk).sk_data_ready = callback_from_usize(r);
+            (*sk).sk_write_space = callback_from_usize(w);
+            (*sk).sk_state_change = callback_from_usize(s);
+            (*sk).sk_error_report = callback_from_usize(e);
+        }
+    }
+
     /// Forwards the wake-ups of this native socket to `owner`, saving its callbacks in
-    /// `hooks`. `inherited` are the listener's hooks when this socket was just accepted
-    /// (it inherited the listener's forwarders, which are put back to the originals).
+    /// `hooks`. `inherited` are the listener's saved callbacks when this socket was just
+    /// accepted (it inherited the listener's forwarders, which are put back to them).
     pub(crate) fn attach(
         &self,
         hooks: &NativeHooks,
         owner: *mut bindings::sock,
-        inherited: Option<&NativeHooks>,
+        inherited: Option<SavedCallbacks>,
     ) {
         let sk = self.sk();
         // SAFETY: `sk` is live; callbacks are changed under the write lock, as
@@ -409,15 +450,8 @@ impl Native {
         // owner calls `detach` before freeing it.
         unsafe {
             bindings::sci_callback_write_lock(sk);
-            if let Some(parent) = inherited {
-                (*sk).sk_data_ready =
-                    callback_from_usize(parent.data_ready.load(Ordering::Relaxed));
-                (*sk).sk_write_space =
-                    callback_from_usize(parent.write_space.load(Ordering::Relaxed));
-                (*sk).sk_state_change =
-                    callback_from_usize(parent.state_change.load(Ordering::Relaxed));
-                (*sk).sk_error_report =
-                    callback_from_usize(parent.error_report.load(Ordering::Relaxed));
+            if let Some(saved) = inherited {
+                Self::set_callbacks(sk, saved);
             }
             hooks.owner.store(owner, Ordering::Relaxed);
             hooks
@@ -449,13 +483,7 @@ impl Native {
         unsafe {
             bindings::sci_callback_write_lock(sk);
             if bindings::sci_user_data(sk) == ptr::from_ref(hooks).cast_mut().cast::<c_void>() {
-                (*sk).sk_data_ready = callback_from_usize(hooks.data_ready.load(Ordering::Relaxed));
-                (*sk).sk_write_space =
-                    callback_from_usize(hooks.write_space.load(Ordering::Relaxed));
-                (*sk).sk_state_change =
-                    callback_from_usize(hooks.state_change.load(Ordering::Relaxed));
-                (*sk).sk_error_report =
-                    callback_from_usize(hooks.error_report.load(Ordering::Relaxed));
+                Self::set_callbacks(sk, hooks.saved());
                 bindings::sci_set_user_data(sk, ptr::null_mut());
             }
             bindings::sci_callback_write_unlock(sk);
@@ -621,6 +649,33 @@ impl Native {
         let f = self.ops().recvmsg.ok_or(errno(bindings::EOPNOTSUPP))?;
         // SAFETY: as in `sendmsg`.
         count_result(unsafe { f(self.0.as_ptr(), msg, len, flags) })
+    }
+
+    /// Sends bytes without sleeping (a failover's resume header): bytes sent, `EAGAIN`.
+    pub(crate) fn send_nowait(&self, buf: &[u8]) -> Result<usize> {
+        // SAFETY: `buf` is valid for `len` bytes for the call; the socket is live.
+        let n = unsafe { bindings::sci_kernel_send_nowait(self.0.as_ptr(), buf.as_ptr().cast(), buf.len()) };
+        count_result(n).map(|n| n as usize)
+    }
+
+    /// Receives bytes without sleeping (a failover's resume header): bytes received
+    /// (0 at the end of the stream), `EAGAIN`.
+    pub(crate) fn recv_nowait(&self, buf: &mut [u8]) -> Result<usize> {
+        // SAFETY: `buf` is valid and writable for `len` bytes for the call.
+        let n = unsafe {
+            bindings::sci_kernel_recv_nowait(self.0.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+        };
+        count_result(n).map(|n| n as usize)
+    }
+
+    /// An `accept` made by the kernel on the program's behalf (a failover's join): never
+    /// sleeps; the connection is the program's, as if it had accepted it.
+    pub(crate) fn accept_for_join(&self) -> Result<Self> {
+        let mut arg = bindings::proto_accept_arg {
+            flags: bindings::O_NONBLOCK as c_int,
+            ..Default::default()
+        };
+        self.accept(&mut arg)
     }
 
     /// End of a splice into the socket: push what was corked.

@@ -13,6 +13,7 @@
 //! connect or listen the native socket never changes.
 
 mod connect;
+mod failover;
 mod options;
 
 use crate::config::rules::{Decision, FallbackReason, Ip, NodeId};
@@ -22,7 +23,8 @@ use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::proto::frame::Frame;
 use crate::socket::handover;
-use crate::socket::native::{Native, NativeHooks, SockAddr};
+use crate::socket::join::JoinPoint;
+use crate::socket::native::{Native, NativeHooks, SavedCallbacks, SockAddr};
 use crate::socket::registry::SockInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
@@ -66,6 +68,7 @@ const _: () = {
     assert!(FallbackReason::NoMemory as u32 == sci_fallback_reason_SCI_FALLBACK_NO_MEMORY);
     assert!(FallbackReason::Timeout as u32 == sci_fallback_reason_SCI_FALLBACK_TIMEOUT);
     assert!(FallbackReason::PeerTcp as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_TCP);
+    assert!(FallbackReason::Failover as u32 == sci_fallback_reason_SCI_FALLBACK_FAILOVER);
     assert!(FallbackReason::COUNT as u32 == sci_fallback_reason___SCI_FALLBACK_MAX);
 };
 
@@ -103,6 +106,13 @@ pub(crate) struct SciSock {
     /// SCI connections waiting for `accept()`, when listening over SCI too.
     #[pin]
     listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
+    /// Where the TCP connections of this listener's failed-over SCI connections arrive
+    /// (with `listen_queue`).
+    #[pin]
+    join: SpinLock<Option<Arc<JoinPoint>>>,
+    /// A move of the SCI connection onto TCP (`sock/failover.rs`).
+    #[pin]
+    failover: Mutex<failover::Failover>,
     /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
     inprogress: AtomicBool,
     /// A non-blocking SCI connect waiting for its answer (the connector finishes it).
@@ -149,6 +159,8 @@ impl SciSock {
             kern,
             sci <- kernel::new_spinlock!(None, "SciSock::sci"),
             listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
+            join <- kernel::new_spinlock!(None, "SciSock::join"),
+            failover <- kernel::new_mutex!(failover::Failover::new(), "SciSock::failover"),
             inprogress: AtomicBool::new(false),
             pending <- kernel::new_mutex!(None, "SciSock::pending"),
             connecting: AtomicBool::new(false),
@@ -177,7 +189,7 @@ impl SciSock {
     /// over TCP (an SCI peer would have come through the fabric's listener).
     pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
         self.config.lock().committed = true;
-        self.install(own, native, Some(&listener.hooks));
+        self.install(own, native, Some(listener.hooks.saved()));
         own.stats().socket_created();
         self.fall_back(own, FallbackReason::PeerTcp);
         self.hand_over_if_connected(own, &native);
@@ -240,7 +252,7 @@ impl SciSock {
         own.stats().fallback(reason);
     }
 
-    fn install(&self, own: &OwnSk, native: Native, inherited: Option<&NativeHooks>) {
+    fn install(&self, own: &OwnSk, native: Native, inherited: Option<SavedCallbacks>) {
         native.attach(&self.hooks, own.as_ptr(), inherited);
         own.set_buffer_sizes(native.buffer_sizes());
         self.native.store(native.as_ptr(), Ordering::Release);
@@ -376,8 +388,10 @@ impl SciSock {
             let plane = &self.stack.plane;
             if let Some(addr) = self.listen_addr(own, &native) {
                 let queue = ListenQueue::new(addr, own.wake_token())?;
+                let join = JoinPoint::new(native, own.wake_token(), self.hooks.saved())?;
                 if plane.listen(queue.clone()).is_ok() {
                     *self.listen_queue.lock() = Some(queue);
+                    *self.join.lock() = Some(join);
                 }
             }
         }
@@ -414,20 +428,30 @@ impl SciSock {
         let Some(queue) = self.listen_queue.lock().clone() else {
             return native.accept(arg).map(Accepted::Native);
         };
+        let join = self.join.lock().clone();
         let nonblock = accept_flags(arg) & bindings::O_NONBLOCK as c_int != 0;
         let mut timeo = own.rcvtimeo(nonblock);
         loop {
             if let Some(conn) = queue.pop() {
                 return Ok(Accepted::Sci(conn));
             }
+            // Connections the kthread took while looking for a failover's TCP
+            // connection come first: they arrived before what is queued now.
+            if let Some(native) = join.as_ref().and_then(|j| j.pop_stash()) {
+                return Ok(Accepted::Native(native));
+            }
             match native.accept_nonblock(arg) {
                 Err(e) if e == EAGAIN => {}
+                // A failed-over SCI connection's TCP connection is its socket's, never
+                // the program's (`socket/join.rs`).
+                Ok(n) if join.as_ref().is_some_and(|j| j.deliver(n)) => continue,
                 r => return r.map(Accepted::Native),
             }
             own.wait(&mut timeo, || {
                 let mask = native.poll_mask(core::ptr::null_mut());
                 let stopped = u32::from(native.state()) != bindings::TCP_LISTEN;
-                Ok(!queue.is_empty() || stopped || mask & (EPOLLIN | EPOLLERR) != 0)
+                let stashed = join.as_ref().is_some_and(|j| j.has_stash());
+                Ok(!queue.is_empty() || stashed || stopped || mask & (EPOLLIN | EPOLLERR) != 0)
             })?;
         }
     }
@@ -442,6 +466,7 @@ impl SciSock {
         self.install(own, native, None);
         conn.set_owner(own.wake_token());
         own.set_state(bindings::TCP_ESTABLISHED);
+        self.enter_join_point(listener, &conn);
         *self.sci.lock() = Some(conn);
         self.fallback
             .store(FallbackReason::None as u32, Ordering::Relaxed);
@@ -453,6 +478,9 @@ impl SciSock {
     /// `poll(2)`, `select(2)`, `epoll(7)`: the native mask plus our pending error.
     pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
         if let Some(conn) = self.conn() {
+            if conn.moving() {
+                return self.poll_moved(own, &conn, file);
+            }
             return conn.poll(self.stack.plane.fabric(), own);
         }
         if self.connecting.load(Ordering::Acquire) {
@@ -462,12 +490,12 @@ impl SciSock {
         let native = self.native();
         self.sync_error(own, &native);
         let (mut mask, error) = Self::native_poll(own, &native, file);
-        if self
+        let queued = self
             .listen_queue
             .lock()
             .as_ref()
-            .is_some_and(|q| !q.is_empty())
-        {
+            .is_some_and(|q| !q.is_empty());
+        if queued || self.join.lock().as_ref().is_some_and(|j| j.has_stash()) {
             mask |= EPOLLIN | EPOLLRDNORM;
         }
         if error {
@@ -509,7 +537,12 @@ impl SciSock {
             if !(0..=2).contains(&how) {
                 return Err(EINVAL);
             }
-            return conn.shutdown(plane.fabric(), how);
+            conn.shutdown(plane.fabric(), how)?;
+            if conn.moving() && self.failover_stage() == Some(failover::Stage::Resumed) {
+                // Moved onto TCP: the shutdown goes there too.
+                let _ = self.native().shutdown(how);
+            }
+            return Ok(());
         }
         let native = self.native();
         if how == bindings::sock_shutdown_cmd_SHUT_RD as c_int
@@ -519,6 +552,10 @@ impl SciSock {
             let queue = self.listen_queue.lock().take();
             if let Some(queue) = queue {
                 self.stack.plane.unlisten(&queue);
+            }
+            let join = self.join.lock().take();
+            if let Some(join) = join {
+                join.close();
             }
         }
         self.sync_error(own, &native);
@@ -540,7 +577,7 @@ impl SciSock {
                 cork: nagle.cork,
                 more: flags & bindings::MSG_MORE as c_int != 0,
             };
-            return conn.send(
+            let r = conn.send(
                 plane.fabric(),
                 own,
                 msg,
@@ -549,6 +586,12 @@ impl SciSock {
                 how,
                 (nonblock, self.spin_us()),
             );
+            if matches!(r, Ok(n) if n as usize == len) || !conn.moving() {
+                return r;
+            }
+            // The fabric path was lost: the rest goes over TCP once the move is done.
+            let done = r.map_or(0, |n| n as usize);
+            return self.send_moved(own, msg, len, done, nonblock);
         }
         let native = self.native();
         self.hand_over_if_connected(own, &native);
@@ -566,7 +609,7 @@ impl SciSock {
             let plane = &self.stack.plane;
             if flags & bindings::MSG_ERRQUEUE as c_int == 0 {
                 let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-                return conn.recv(
+                let r = conn.recv(
                     plane.fabric(),
                     own,
                     msg,
@@ -574,6 +617,13 @@ impl SciSock {
                     flags,
                     (nonblock, self.spin_us()),
                 );
+                return match r {
+                    // The ring is empty and the fabric path lost: the rest comes over TCP.
+                    Err(e) if e == errno(bindings::ENOTCONN) && conn.moving() => {
+                        self.recv_moved(own, &conn, msg, len, flags)
+                    }
+                    r => r,
+                };
             }
         }
         let native = self.native();
@@ -670,6 +720,7 @@ impl SciSock {
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
         self.cancel_pending(own);
+        self.leave_join_point();
         {
             let plane = &self.stack.plane;
             // Taken out first: the spinlock must not be held while closing (which sleeps).
@@ -681,6 +732,11 @@ impl SciSock {
             let queue = self.listen_queue.lock().take();
             if let Some(queue) = queue {
                 plane.unlisten(&queue);
+            }
+            // Before the native listener goes: the join point stops using it.
+            let join = self.join.lock().take();
+            if let Some(join) = join {
+                join.close();
             }
         }
         let native = self.native();

@@ -29,6 +29,13 @@ pub(crate) fn default_spin_us() -> u32 {
     u32::try_from(v).unwrap_or(0).min(SPIN_US_MAX)
 }
 
+/// The `failover_ms` module parameter: how long an SCI connection whose fabric path was
+/// lost may take to move onto TCP (`socket/sock/failover.rs`); 0 when failover is off.
+pub(crate) fn failover_ms() -> u32 {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_failover_ms_param() }
+}
+
 /// Whether the `sci_loopback` module parameter enables the SCI data path.
 pub(crate) fn sci_loopback_enabled() -> bool {
     // SAFETY: reads a module parameter.

@@ -33,7 +33,7 @@ SOL_SCI, SCI_INFO, SCI_SPIN_US = 300, 1, 3
 SPIN_PARAM = "/sys/module/af_sci/parameters/spin_us"
 MODE_SCI = 1
 REASONS = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
-           4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
+           4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp", 8: "failover"}
 RING = 256 << 10  # the receive ring of each connection end (rust/sci_conn.rs RING_LOG2)
 
 

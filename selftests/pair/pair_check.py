@@ -27,7 +27,7 @@ KO = f"{TOP}/af_sci.ko"
 SOL_SCI, SCI_INFO = 300, 1
 MODE = {0: "native", 1: "sci"}
 REASON = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
-          4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp"}
+          4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp", 8: "failover"}
 # Guest A is node 0, guest B node 1, guest C (vm-pair --c) node 2 (vm-pair's addresses).
 A, B, C = "10.0.0.1", "10.0.0.2", "10.0.0.3"
 NODE = {"a": 0, "b": 1, "c": 2}

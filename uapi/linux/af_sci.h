@@ -64,6 +64,7 @@ enum sci_fallback_reason {
 	SCI_FALLBACK_NO_MEMORY		= 5,	/* the fabric is out of memory (segments, queues) */
 	SCI_FALLBACK_TIMEOUT		= 6,	/* the peer node did not answer in time */
 	SCI_FALLBACK_PEER_TCP		= 7,	/* accepted connection came from a plain TCP peer */
+	SCI_FALLBACK_FAILOVER		= 8,	/* an SCI connection moved onto TCP mid-stream */
 	__SCI_FALLBACK_MAX,
 };
 #define SCI_FALLBACK_MAX	(__SCI_FALLBACK_MAX - 1)
@@ -102,6 +103,10 @@ enum sci_cmd {
 	SCI_CMD_PORT_SET,	/* do, admin: replace the port rules with the SCI_A_PORT_RULE nests */
 	SCI_CMD_SOCK_GET,	/* dump: one SCI_A_SOCK per message */
 	SCI_CMD_STATS_GET,	/* do: SCI_A_STATS of the requester's network namespace */
+	SCI_CMD_LINK_DROP,	/* do, admin: drop the fabric link to the node whose id the one
+				 * SCI_A_NODE nest names (SCI_NODE_A_ID), as a link that failed:
+				 * its connections move onto TCP (or reset), and the link is
+				 * made again when both nodes are still alive */
 
 	__SCI_CMD_MAX,
 };

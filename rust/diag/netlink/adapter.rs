@@ -394,6 +394,19 @@ unsafe extern "C" fn stats_get(
     unsafe { run_do(info, super::stats_get) }
 }
 
+/// `SCI_CMD_LINK_DROP`.
+///
+/// # Safety
+///
+/// Called only by the genetlink core, with a live, validated request.
+unsafe extern "C" fn link_drop(
+    _skb: *mut bindings::sk_buff,
+    info: *mut bindings::genl_info,
+) -> c_int {
+    // SAFETY: see the function's contract.
+    unsafe { run_do(info, super::link_drop) }
+}
+
 /// The handlers `genl.c` installs in the family's ops.
 static HANDLERS: bindings::sci_genl_handlers = bindings::sci_genl_handlers {
     node_dump: Some(node_dump),
@@ -402,6 +415,7 @@ static HANDLERS: bindings::sci_genl_handlers = bindings::sci_genl_handlers {
     port_set: Some(port_set),
     sock_dump: Some(sock_dump),
     stats_get: Some(stats_get),
+    link_drop: Some(link_drop),
 };
 
 /// The registered netlink family; unregistered on drop.

@@ -102,6 +102,26 @@ pub(crate) fn node_set(stack: &Stack, req: &Request<'_>) -> Result {
     Ok(())
 }
 
+/// `SCI_CMD_LINK_DROP`: drops the fabric link to the node the one `SCI_A_NODE` nest
+/// names by its `SCI_NODE_A_ID` (an operator's way to take a link down, and the tests'
+/// way to fail the fabric under a live connection).
+pub(crate) fn link_drop(stack: &Stack, req: &Request<'_>) -> Result {
+    let mut node = None;
+    for attr in req.attrs() {
+        if attr.kind() != A_NODE || node.is_some() {
+            return Err(invalid(req, &attr, c_str!("one SCI_A_NODE belongs here")));
+        }
+        node = attr
+            .nested()
+            .find(|a| u32::from(a.kind()) == bindings::sci_node_attr_SCI_NODE_A_ID)
+            .and_then(|a| u32_of(&a));
+    }
+    let node = node
+        .and_then(|n| u16::try_from(n).ok())
+        .ok_or(EINVAL)?;
+    stack.plane.fabric().drop_link(node)
+}
+
 /// One `SCI_A_PORT_RULE` nest.
 fn parse_port_rule(req: &Request<'_>, nest: &Attr<'_>) -> Result<PortRule> {
     let (mut action, mut low, mut high) = (None, None, None);

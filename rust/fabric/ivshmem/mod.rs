@@ -630,6 +630,21 @@ impl Fabric for Ivshmem {
                 .is_some_and(|p| p.reachable.load(Ordering::Acquire))
     }
 
+    fn drop_link(&self, node: NodeId) -> Result {
+        let peer = self
+            .shared
+            .peer(node)
+            .filter(|p| p.id != self.shared.me)
+            .ok_or(crate::sys::errno::errno(crate::sys::bindings::ENOTCONN))?;
+        if !peer.reachable.load(Ordering::Acquire) {
+            return Err(crate::sys::errno::errno(crate::sys::bindings::ENOTCONN));
+        }
+        pr_info!("ivshmem: dropping the link with node {} (administrator's request)\n", node);
+        // The poller unlinks it at its next tick, as a link whose peer broke the rules.
+        peer.broken.store(true, Ordering::Release);
+        Ok(())
+    }
+
     fn create_segment(&self, channel: u32, len: usize, peer: NodeId) -> Result<Arc<SegMem>> {
         let s = &self.shared;
         let slot = channel as usize;

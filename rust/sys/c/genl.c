@@ -38,6 +38,7 @@ static struct genl_small_ops sci_genl_ops[] = {
 	{ .cmd = SCI_CMD_PORT_SET, .flags = GENL_ADMIN_PERM },
 	{ .cmd = SCI_CMD_SOCK_GET },
 	{ .cmd = SCI_CMD_STATS_GET },
+	{ .cmd = SCI_CMD_LINK_DROP, .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family sci_genl_family = {
@@ -64,6 +65,7 @@ int sci_genl_register(const struct sci_genl_handlers *h)
 		case SCI_CMD_PORT_SET:	op->doit = h->port_set; break;
 		case SCI_CMD_SOCK_GET:	op->dumpit = h->sock_dump; break;
 		case SCI_CMD_STATS_GET:	op->doit = h->stats_get; break;
+		case SCI_CMD_LINK_DROP:	op->doit = h->link_drop; break;
 		}
 	}
 	return genl_register_family(&sci_genl_family);

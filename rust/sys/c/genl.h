@@ -25,6 +25,7 @@ struct sci_genl_handlers {
 	int (*port_set)(struct sk_buff *skb, struct genl_info *info);
 	int (*sock_dump)(struct sk_buff *skb, struct netlink_callback *cb);
 	int (*stats_get)(struct sk_buff *skb, struct genl_info *info);
+	int (*link_drop)(struct sk_buff *skb, struct genl_info *info);
 };
 
 /* Registers the family with these handlers (which must outlive the registration). */

@@ -33,6 +33,15 @@ int sci_spin_us_param(void)
 	return READ_ONCE(spin_us);
 }
 
+static unsigned int failover_ms = 1000;
+module_param(failover_ms, uint, 0644);
+MODULE_PARM_DESC(failover_ms, "How long an SCI connection whose fabric path is lost may take to move onto TCP before it is reset (ms; 0: reset at once, as a connection whose peer died; default 1000)");
+
+unsigned int sci_failover_ms_param(void)
+{
+	return READ_ONCE(failover_ms);
+}
+
 static bool fabric_selftest;
 module_param(fabric_selftest, bool, 0444);
 MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");

@@ -159,3 +159,19 @@ void sci_sock_set_fasync(struct sock *sk, bool on)
 	else
 		sock_reset_flag(sk, SOCK_FASYNC);
 }
+
+int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL };
+	struct kvec vec = { .iov_base = (void *)buf, .iov_len = len };
+
+	return kernel_sendmsg(sock, &msg, &vec, 1, len);
+}
+
+int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	struct kvec vec = { .iov_base = buf, .iov_len = len };
+
+	return kernel_recvmsg(sock, &msg, &vec, 1, len, MSG_DONTWAIT);
+}

@@ -68,4 +68,11 @@ void *sci_user_data(struct sock *sk);
 const struct proto_ops *sci_tcp_ops(int family);
 struct socket *sci_file_socket(struct file *file);
 
+/*
+ * Bytes of the failover resume header (proto/resume.rs) over a native TCP socket, never
+ * sleeping: bytes sent or received, or -errno (-EAGAIN when it would wait).
+ */
+int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len);
+int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len);
+
 #endif /* AF_SCI_SYS_SOCK_H */

@@ -161,7 +161,7 @@ pub fn sci_summary(obs: &Observed) -> String {
 
 /// The names tools print for `enum sci_fallback_reason` (uapi/linux/af_sci.h).
 pub fn sci_reason_name(r: u32) -> String {
-    const NAMES: [&str; 8] = [
+    const NAMES: [&str; 9] = [
         "none",
         "no-fabric",
         "not-mapped",
@@ -170,6 +170,7 @@ pub fn sci_reason_name(r: u32) -> String {
         "no-memory",
         "timeout",
         "peer-tcp",
+        "failover",
     ];
     NAMES
         .get(r as usize)

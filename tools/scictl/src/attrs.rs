@@ -19,6 +19,7 @@ pub mod cmd {
     pub const PORT_SET: u8 = 4;
     pub const SOCK_GET: u8 = 5;
     pub const STATS_GET: u8 = 6;
+    pub const LINK_DROP: u8 = 7;
 }
 
 /// `enum sci_attr`.

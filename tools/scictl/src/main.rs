@@ -3,6 +3,7 @@
 //! ```text
 //! scictl [--json] load [--nodes FILE] [--ports FILE] [--check]
 //! scictl [--json] nodes | ports | sockets | stats
+//! scictl drop-link NODE
 //! ```
 //!
 //! See `tools/man/scictl.8`.
@@ -35,6 +36,10 @@ commands:
   ports    the port rules (ACTION PORTS)
   sockets  the AF_SCI sockets of this network namespace
   stats    the counters of this network namespace
+  drop-link NODE
+           drop the fabric link to node NODE as if it had failed: its connections
+           move onto TCP (or reset where the peer is unreachable); the fabric links
+           again once both nodes are alive. Needs CAP_NET_ADMIN.
 
 options:
   --json     print JSON instead of tables
@@ -68,6 +73,8 @@ struct Args {
     nodes: Option<String>,
     ports: Option<String>,
     check: bool,
+    /// The node of `drop-link`.
+    node: Option<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -89,6 +96,9 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             s if s.starts_with("--ports=") => out.ports = Some(s["--ports=".len()..].to_owned()),
             s if s.starts_with('-') => return Err(Failure::usage(format!("unknown option {s}"))),
             s if out.command.is_none() => out.command = Some(s.to_owned()),
+            s if out.command.as_deref() == Some("drop-link") && out.node.is_none() => {
+                out.node = Some(s.to_owned())
+            }
             s => return Err(Failure::usage(format!("unexpected argument '{s}'"))),
         }
     }
@@ -166,6 +176,25 @@ fn run(args: &Args) -> Result<(), Failure> {
     };
     match command {
         "load" => load(args),
+        "drop-link" => {
+            let node: u32 = args
+                .node
+                .as_deref()
+                .ok_or_else(|| Failure::usage("drop-link needs a node id"))?
+                .parse()
+                .map_err(|_| Failure::usage("the node id is a number"))?;
+            Client::connect()?
+                .set(
+                    nl::LINK_DROP,
+                    vec![SciAttr::Node(vec![attrs::NodeAttr::Id(node)])],
+                )
+                .map_err(|e| Failure(format!("dropping the link to node {node}: {e}"), 1))?;
+            print(
+                args.json,
+                serde_json::json!({ "dropped": node }),
+                format!("dropped the link to node {node}\n"),
+            )
+        }
         "nodes" => {
             let nodes = model::nodes(&Client::connect()?.dump(nl::NODE_GET)?);
             print(

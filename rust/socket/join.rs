@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Where the TCP connection of a failed-over SCI connection meets the socket it belongs
+//! to, at the listening end (`sock/failover.rs`).
+//!
+//! When an SCI connection's fabric path is lost, its connecting end opens a TCP
+//! connection from the same address and port to the listener's address. It arrives in
+//! the queue of the listening socket's native TCP listener, like any connection. Every
+//! SCI connection accepted on a listener is a *member* of the listener's join point; a
+//! TCP connection that comes from a member's peer address and port is that member's (the
+//! peer's socket holds that port, so no other connection can come from there) and is
+//! handed to it, never to `accept()`. Either `accept()` finds it first, or the connector
+//! kthread looks for it when a member fails over ([`JoinPoint::hunt`]); connections the
+//! kthread takes that are not joins wait here for `accept()`, in order.
+
+use crate::config::rules::Ip;
+use crate::socket::native::{Native, SavedCallbacks};
+use crate::sys::wake::{wake_sk, Wake};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// One SCI connection accepted on a listener: where its TCP connection lands.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Landing {
+    /// The peer's address and port (canonical IP).
+    peer: (Ip, u16),
+    /// The TCP connection that arrived for it, until its socket takes it.
+    #[pin]
+    joined: Mutex<Option<Native>>,
+}
+
+impl Landing {
+    /// Takes the TCP connection that arrived, if any.
+    pub(crate) fn take(&self) -> Option<Native> {
+        self.joined.lock().take()
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Landing {
+    fn drop(self: Pin<&mut Self>) {
+        // Arrived after its socket stopped waiting (or was closed): closed as TCP closes
+        // a connection nobody accepted.
+        if let Some(native) = self.joined.lock().take() {
+            native.release();
+        }
+    }
+}
+
+/// What a join point holds, under its lock.
+struct Inner {
+    /// The listening native socket; `None` once the listening socket is closed.
+    listener: Option<Native>,
+    /// The listening `AF_SCI` socket, to wake when a connection waits in `stash`.
+    wake: usize,
+    /// The listening native socket's own callbacks, which its accepted connections
+    /// inherit as forwarders and must get back.
+    saved: SavedCallbacks,
+    /// Connections the kthread took while looking for a join, for `accept()` (oldest
+    /// first; taken ones leave holes until all are taken: 6.12's `KVec` cannot remove).
+    stash: KVec<Option<Native>>,
+    /// The SCI connections accepted here that are still open (a closed one leaves a hole
+    /// the next one fills).
+    members: KVec<Option<Arc<Landing>>>,
+}
+
+/// The join point of one listening socket.
+#[pin_data(PinnedDrop)]
+pub(crate) struct JoinPoint {
+    #[pin]
+    inner: Mutex<Inner>,
+}
+
+/// Whether a native connection comes from `peer`.
+fn comes_from(native: &Native, peer: (Ip, u16)) -> bool {
+    let (ip, port) = native.addrs().peer;
+    port == peer.1 && ip.canonical() == peer.0
+}
+
+impl JoinPoint {
+    /// The join point of the listening `native` socket, whose `AF_SCI` socket is `wake`
+    /// and whose own callbacks are `saved`.
+    pub(crate) fn new(listener: Native, wake: usize, saved: SavedCallbacks) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                inner <- kernel::new_mutex!(
+                    Inner { listener: Some(listener), wake, saved, stash: KVec::new(), members: KVec::new() },
+                    "JoinPoint::inner"
+                ),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Registers an SCI connection accepted here, from `peer`.
+    pub(crate) fn enter(&self, peer: (Ip, u16)) -> Result<Arc<Landing>> {
+        let landing = Arc::pin_init(
+            pin_init!(Landing {
+                peer: (peer.0.canonical(), peer.1),
+                joined <- kernel::new_mutex!(None, "Landing::joined"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut g = self.inner.lock();
+        if let Some(hole) = g.members.iter_mut().find(|m| m.is_none()) {
+            *hole = Some(landing.clone());
+        } else {
+            g.members.push(Some(landing.clone()), GFP_KERNEL)?;
+        }
+        Ok(landing)
+    }
+
+    /// The socket of `landing` closed: what lands for it from now on is not a join.
+    pub(crate) fn leave(&self, landing: &Arc<Landing>) {
+        let mut g = self.inner.lock();
+        if let Some(m) = g
+            .members
+            .iter_mut()
+            .find(|m| m.as_ref().is_some_and(|m| Arc::ptr_eq(m, landing)))
+        {
+            *m = None;
+        }
+    }
+
+    /// Hands `native` to the member it comes from; false (and `native` untouched) when
+    /// it is nobody's join.
+    fn deliver_locked(g: &Inner, native: Native) -> bool {
+        let Some(m) = g.members.iter().flatten().find(|m| comes_from(&native, m.peer)) else {
+            return false;
+        };
+        native.restore_callbacks(g.saved);
+        let old = m.joined.lock().replace(native);
+        // A second connection from the same peer port cannot be a live one's join.
+        if let Some(old) = old {
+            old.release();
+        }
+        true
+    }
+
+    /// `accept()` took `native`: true when it was a join (handed to its member).
+    pub(crate) fn deliver(&self, native: Native) -> bool {
+        Self::deliver_locked(&self.inner.lock(), native)
+    }
+
+    /// The oldest connection the kthread took for `accept()`.
+    pub(crate) fn pop_stash(&self) -> Option<Native> {
+        let mut g = self.inner.lock();
+        let first = g.stash.iter_mut().find_map(Option::take);
+        if g.stash.iter().all(Option::is_none) {
+            g.stash = KVec::new();
+        }
+        first
+    }
+
+    /// Whether connections wait for `accept()` here.
+    pub(crate) fn has_stash(&self) -> bool {
+        self.inner.lock().stash.iter().any(Option::is_some)
+    }
+
+    /// The connector kthread looks for a member's TCP connection: takes every queued
+    /// connection from the listener, hands joins to their members and keeps the others
+    /// for `accept()` (waking the listening socket).
+    pub(crate) fn hunt(&self) {
+        let mut g = self.inner.lock();
+        let Some(listener) = g.listener else {
+            return;
+        };
+        let mut stashed = false;
+        while let Ok(native) = listener.accept_for_join() {
+            if Self::deliver_locked(&g, native) {
+                continue;
+            }
+            if g.stash.push(Some(native), GFP_KERNEL).is_err() {
+                // No memory to keep it: closed, as a listener's full queue drops it.
+                native.release();
+            }
+            stashed = true;
+        }
+        if stashed {
+            wake_sk(g.wake, Wake::Readable);
+        }
+    }
+
+    /// The listening socket is closing: no join or stash is served any more, and the
+    /// connections that waited for `accept()` are closed (as TCP closes a listener's
+    /// queue).
+    pub(crate) fn close(&self) {
+        let mut g = self.inner.lock();
+        g.listener = None;
+        g.wake = 0;
+        for native in g.stash.iter_mut().filter_map(Option::take) {
+            native.release();
+        }
+        g.stash = KVec::new();
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for JoinPoint {
+    fn drop(self: Pin<&mut Self>) {
+        self.close();
+    }
+}

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Failover: an established SCI connection whose fabric path is lost while the peer is
+//! still reachable over IP moves onto a TCP connection between the same addresses and
+//! ports, and goes on with every byte delivered once, in order.
+//!
+//! The TCP connection is opened only when it is needed, from the ports the connection
+//! already has (a standing TCP connection per SCI connection would cost a TCP handshake
+//! on every connect, `Documentation/af_sci.rst` "Failover"): the connecting end's native
+//! socket is bound to the connection's address and port and was never connected, so it
+//! connects to the listener's address; the accepting end finds that connection at its
+//! listener (`socket/join.rs`). Both ends then send their resume header
+//! (`proto/resume.rs`: how far each wrote into the other's ring) and read the peer's;
+//! each reads its own ring up to there, then the TCP stream. Sends wait until the headers
+//! crossed, then go over TCP. Once the ring is read to its end the SCI connection is
+//! freed and the socket is a fallen-back socket (reason `failover`) like any other.
+//!
+//! The connector kthread drives the move ([`SciSock::failover_step`]); the socket's calls
+//! wait for it. A move not done within `failover_ms` resets the connection, as the loss
+//! of a peer that is gone from both paths always did.
+
+use super::*;
+use crate::control::PendingConnect;
+use crate::proto::resume::{ResumeHeader, RESUME_LEN};
+use crate::socket::join::{JoinPoint, Landing};
+use crate::sys::params::failover_ms;
+use kernel::time::Ktime;
+
+/// Where a move onto TCP stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Stage {
+    /// Waiting for the TCP connection: the connecting end's connect, the accepting end's
+    /// join.
+    Joining,
+    /// TCP is up; the resume headers cross.
+    Greeting,
+    /// Carried on over TCP: this end's ring is read to its end, then the TCP stream.
+    Resumed,
+    /// It could not move in time, or the peer's header was refused: reset.
+    Failed,
+}
+
+/// A socket's failover state.
+pub(super) struct Failover {
+    /// The accepting end: its listener's join point and its landing there.
+    origin: Option<(Arc<JoinPoint>, Arc<Landing>)>,
+    /// The move under way, if any.
+    stage: Option<Stage>,
+    /// When the fabric path was lost, and when the move gives up (`ktime_get` ns).
+    began_ns: i64,
+    deadline_ns: i64,
+    /// The connecting end started its TCP connect.
+    dialled: bool,
+    /// Bytes of this end's header sent, and of the peer's received.
+    sent: usize,
+    got: [u8; RESUME_LEN],
+    got_len: usize,
+}
+
+impl Failover {
+    /// No move under way, and no listener (a connecting end, until accepted).
+    pub(super) const fn new() -> Self {
+        Self {
+            origin: None,
+            stage: None,
+            began_ns: 0,
+            deadline_ns: 0,
+            dialled: false,
+            sent: 0,
+            got: [0; RESUME_LEN],
+            got_len: 0,
+        }
+    }
+}
+
+fn now_ns() -> i64 {
+    Ktime::ktime_get().to_ns()
+}
+
+impl SciSock {
+    /// An SCI connection accepted on `listener`'s join point: registered there, so that
+    /// its TCP connection finds it if it ever fails over.
+    pub(super) fn enter_join_point(&self, listener: &SciSock, conn: &Conn) {
+        let Some(point) = listener.join.lock().clone() else {
+            return;
+        };
+        let Some(peer) = conn.peer.ip_port() else {
+            return;
+        };
+        // Without a landing the connection cannot fail over; it still works.
+        if let Ok(landing) = point.enter(peer) {
+            self.failover.lock().origin = Some((point, landing));
+        }
+    }
+
+    /// The socket closes: its landing goes.
+    pub(super) fn leave_join_point(&self) {
+        let origin = self.failover.lock().origin.take();
+        if let Some((point, landing)) = origin {
+            point.leave(&landing);
+        }
+    }
+
+    /// Where a move onto TCP stands (`None`: none under way).
+    pub(super) fn failover_stage(&self) -> Option<Stage> {
+        self.failover.lock().stage
+    }
+
+    /// The fabric path of this socket's SCI connection was lost (`conn::Mover`): starts
+    /// the move, which `job` hands to the connector kthread. False when failover is off
+    /// or cannot start (the connection then resets).
+    pub(crate) fn start_failover(
+        &self,
+        job: impl FnOnce() -> Result<Arc<dyn PendingConnect>>,
+    ) -> bool {
+        let ms = failover_ms();
+        if ms == 0 {
+            return false;
+        }
+        {
+            let mut f = self.failover.lock();
+            if f.stage.is_some() {
+                return true;
+            }
+            let now = now_ns();
+            f.stage = Some(Stage::Joining);
+            f.began_ns = now;
+            f.deadline_ns = now.saturating_add(i64::from(ms) * 1_000_000);
+        }
+        if job().and_then(|j| self.stack.plane.submit_connect(j)).is_err() {
+            self.failover.lock().stage = None;
+            return false;
+        }
+        true
+    }
+
+    /// The connector kthread's step of a move: true once there is nothing more to do
+    /// (the connection reset, or moved and its ring read to the end, or the socket closed).
+    pub(crate) fn failover_step(&self, own: &OwnSk, finish_now: bool) -> bool {
+        let Some(conn) = self.conn() else {
+            return true;
+        };
+        let mut f = self.failover.lock();
+        let Some(stage) = f.stage else {
+            return true;
+        };
+        let late = finish_now || now_ns() >= f.deadline_ns;
+        let next = match stage {
+            Stage::Resumed => {
+                drop(f);
+                self.finish_move_if_drained(own, &conn);
+                return self.conn().is_none();
+            }
+            Stage::Failed => return true,
+            Stage::Joining | Stage::Greeting if late => Stage::Failed,
+            Stage::Joining => self.join_step(own, &conn, &mut f),
+            Stage::Greeting => Self::greet_step(&self.native(), &conn, &mut f),
+        };
+        let next = match next {
+            // Joined: greet at once, no need to wait for the next pass.
+            Stage::Greeting if stage == Stage::Joining => {
+                Self::greet_step(&self.native(), &conn, &mut f)
+            }
+            n => n,
+        };
+        if next == stage {
+            return false;
+        }
+        f.stage = Some(next);
+        let stall_ms = (now_ns() - f.began_ns) / 1_000_000;
+        drop(f);
+        match next {
+            Stage::Failed => {
+                pr_info!(
+                    "af_sci: connection to node {} could not move onto TCP ({:?} for {} ms); reset\n",
+                    conn.peer_node,
+                    stage,
+                    stall_ms
+                );
+                conn.stop_moving();
+            }
+            Stage::Resumed => {
+                let (rd, wr) = conn.local_shutdown();
+                let native = self.native();
+                // The TCP connection goes on where the SCI one was: a side shut down there
+                // is shut down here.
+                if wr {
+                    let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_WR as c_int);
+                }
+                if rd {
+                    let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_RD as c_int);
+                }
+                pr_info!(
+                    "af_sci: connection to node {} moved onto TCP in {} ms\n",
+                    conn.peer_node,
+                    stall_ms
+                );
+            }
+            _ => {}
+        }
+        own.wake(Wake::State);
+        own.wake(Wake::Readable);
+        own.wake(Wake::Writable);
+        next == Stage::Failed
+    }
+
+    /// Waiting for the TCP connection.
+    fn join_step(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Stage {
+        if let Some((point, landing)) = f.origin.as_ref() {
+            point.hunt();
+            let Some(joined) = landing.take() else {
+                return Stage::Joining;
+            };
+            self.adopt_joined(own, joined);
+            return Stage::Greeting;
+        }
+        let native = self.native();
+        let state = u32::from(native.state());
+        if state == bindings::TCP_ESTABLISHED {
+            return Stage::Greeting;
+        }
+        if state != bindings::TCP_CLOSE || native.connect_started() {
+            return Stage::Joining;
+        }
+        if f.dialled {
+            // Refused (the listener was not there yet, or is gone): its error is the
+            // move's, not the program's. Tried again until the deadline.
+            let e = native.take_error();
+            if e != 0 && own.error() == e {
+                own.take_error();
+            }
+            self.hooks.clear_mirrored_error();
+        }
+        f.dialled = true;
+        let mut peer = conn.peer;
+        let bytes = peer.as_mut_bytes();
+        let r = native.connect(
+            SockAddr::new(bytes.as_mut_ptr().cast(), bytes.len() as c_int),
+            bindings::O_NONBLOCK as c_int,
+        );
+        match r {
+            Ok(()) => Stage::Greeting,
+            _ => Stage::Joining,
+        }
+    }
+
+    /// The accepting end's TCP connection arrived: it becomes the socket's native
+    /// socket. The one made at accept time (it carried only options) is kept until
+    /// release, as a racing call may still hold it.
+    fn adopt_joined(&self, own: &OwnSk, joined: Native) {
+        let old = self.native();
+        joined.inherit_nodelay(&old);
+        old.detach(&self.hooks);
+        self.install(own, joined, None);
+        let prev = self.retired.swap(old.as_ptr(), Ordering::AcqRel);
+        if let Some(prev) = Native::from_ptr(prev) {
+            prev.release();
+        }
+    }
+
+    /// The resume headers cross on `native`.
+    fn greet_step(native: &Native, conn: &Conn, f: &mut Failover) -> Stage {
+        let Some(mine) = conn.resume_header() else {
+            return Stage::Failed;
+        };
+        let mine = mine.encode();
+        while f.sent < RESUME_LEN {
+            match native.send_nowait(&mine[f.sent..]) {
+                Ok(n) if n > 0 => f.sent += n,
+                Err(e) if e == EAGAIN => return Stage::Greeting,
+                _ => return Stage::Failed,
+            }
+        }
+        while f.got_len < RESUME_LEN {
+            let got_len = f.got_len;
+            match native.recv_nowait(&mut f.got[got_len..]) {
+                Ok(n) if n > 0 => f.got_len += n,
+                Err(e) if e == EAGAIN => return Stage::Greeting,
+                // The peer closed or reset before its header: it could not move.
+                _ => return Stage::Failed,
+            }
+        }
+        match ResumeHeader::decode(&f.got).map(|h| conn.resume(&h)) {
+            Ok(Ok(())) => Stage::Resumed,
+            _ => Stage::Failed,
+        }
+    }
+
+    /// The ring of a moved connection is read to its end: the SCI connection goes, and
+    /// the socket carries on as a fallen-back one (reason `failover`).
+    pub(super) fn finish_move_if_drained(&self, own: &OwnSk, conn: &Arc<Conn>) {
+        if !conn.drained() {
+            return;
+        }
+        let taken = {
+            let mut sci = self.sci.lock();
+            match sci.as_ref() {
+                Some(c) if Arc::ptr_eq(c, conn) => sci.take(),
+                _ => None,
+            }
+        };
+        let Some(conn) = taken else {
+            return;
+        };
+        let plane = &self.stack.plane;
+        conn.close(plane.fabric(), false);
+        plane.free_conn(&conn);
+        self.failover.lock().stage = None;
+        self.fall_back(own, FallbackReason::Failover);
+        own.set_state(u32::from(self.native().state()));
+        own.wake(Wake::State);
+    }
+
+    /// Waits (up to `timeo`) until a move under way reaches TCP or fails, or bytes wait
+    /// in the ring: what a call that cannot go on over SCI any more does.
+    fn await_move(&self, own: &OwnSk, conn: &Conn, timeo: &mut c_long) -> Result {
+        own.wait(timeo, || {
+            Ok(conn.ring_readable()
+                || !matches!(self.failover_stage(), Some(Stage::Joining | Stage::Greeting)))
+        })
+    }
+
+    /// A send that found the connection moving: waits for the move, then sends the rest
+    /// over TCP. `done` bytes already went into the ring.
+    pub(super) fn send_moved(
+        &self,
+        own: &OwnSk,
+        msg: Msg,
+        len: usize,
+        done: usize,
+        nonblock: bool,
+    ) -> Result<c_int> {
+        let partial = |e: Error| if done > 0 { Ok(done as c_int) } else { Err(e) };
+        let mut timeo = own.sndtimeo(nonblock);
+        loop {
+            match self.failover_stage() {
+                Some(Stage::Resumed) | None => break,
+                Some(Stage::Failed) => {
+                    // Reset: the connection says how (ECONNRESET, then EPIPE).
+                    if done > 0 {
+                        return Ok(done as c_int);
+                    }
+                    return self.sendmsg(own, msg, len);
+                }
+                _ => {}
+            }
+            if let Err(e) = own.wait(&mut timeo, || {
+                Ok(!matches!(self.failover_stage(), Some(Stage::Joining | Stage::Greeting)))
+            }) {
+                return partial(e);
+            }
+        }
+        let native = self.native();
+        native.copy_alloc_flags_from(own.as_ptr());
+        match native.sendmsg(msg, len - done) {
+            Ok(n) => Ok(done as c_int + n),
+            Err(e) => partial(e),
+        }
+    }
+
+    /// A receive that found the ring of a moving connection empty: waits for the move
+    /// (or for bytes in the ring), then reads the ring to its end and then TCP.
+    pub(super) fn recv_moved(
+        &self,
+        own: &OwnSk,
+        conn: &Arc<Conn>,
+        msg: Msg,
+        len: usize,
+        flags: c_int,
+    ) -> Result<c_int> {
+        let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+        let mut timeo = own.rcvtimeo(nonblock);
+        loop {
+            let stage = self.failover_stage();
+            if conn.ring_readable() || stage == Some(Stage::Failed) {
+                // The ring's bytes first; a failed move reports the reset.
+                let plane = &self.stack.plane;
+                let r = conn.recv(plane.fabric(), own, msg, len, flags | bindings::MSG_DONTWAIT as c_int, (true, 0));
+                match r {
+                    Err(e) if e == errno(bindings::ENOTCONN) && conn.moving() => {}
+                    r => return r,
+                }
+            }
+            if matches!(stage, Some(Stage::Resumed) | None) && conn.drained() {
+                self.finish_move_if_drained(own, conn);
+                let native = self.native();
+                native.copy_alloc_flags_from(own.as_ptr());
+                return native.recvmsg(msg, len, flags);
+            }
+            self.await_move(own, conn, &mut timeo)?;
+        }
+    }
+
+    /// The poll mask of a socket whose connection is moving.
+    pub(super) fn poll_moved(&self, own: &OwnSk, conn: &Conn, file: File) -> c_uint {
+        let mut mask = 0;
+        if conn.ring_readable() {
+            mask |= EPOLLIN | EPOLLRDNORM;
+        }
+        match self.failover_stage() {
+            Some(Stage::Resumed) | None => {
+                let native = self.native();
+                self.sync_error(own, &native);
+                mask |= Self::native_poll(own, &native, file).0;
+            }
+            Some(Stage::Failed) => mask |= conn.poll(self.stack.plane.fabric(), own),
+            _ => {}
+        }
+        mask
+    }
+}
