@@ -495,7 +495,9 @@ impl SciSock {
             .lock()
             .as_ref()
             .is_some_and(|q| !q.is_empty());
-        if queued || self.join.lock().as_ref().is_some_and(|j| j.has_stash()) {
+        // Out of the spinlock first: the join point's lock sleeps.
+        let join = self.join.lock().clone();
+        if queued || join.is_some_and(|j| j.has_stash()) {
             mask |= EPOLLIN | EPOLLRDNORM;
         }
         if error {
