@@ -181,6 +181,18 @@ impl JoinPoint {
         }
     }
 
+    /// A connection a member took turned out not to be its TCP connection (it did not
+    /// start with the member's resume header): it goes to `accept()` after all.
+    pub(crate) fn give_back(&self, native: Native) {
+        let mut g = self.inner.lock();
+        if g.listener.is_none() || g.stash.push(Some(native), GFP_KERNEL).is_err() {
+            drop(g);
+            native.release();
+            return;
+        }
+        wake_sk(g.wake, Wake::Readable);
+    }
+
     /// The listening socket is closing: no join or stash is served any more, and the
     /// connections that waited for `accept()` are closed (as TCP closes a listener's
     /// queue).

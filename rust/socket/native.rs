@@ -658,12 +658,17 @@ impl Native {
         count_result(n).map(|n| n as usize)
     }
 
-    /// Receives bytes without sleeping (a failover's resume header): bytes received
-    /// (0 at the end of the stream), `EAGAIN`.
-    pub(crate) fn recv_nowait(&self, buf: &mut [u8]) -> Result<usize> {
+    /// Receives (or with `peek`, looks at) bytes without sleeping (a failover's resume
+    /// header): bytes received (0 at the end of the stream), `EAGAIN`.
+    pub(crate) fn recv_nowait(&self, buf: &mut [u8], peek: bool) -> Result<usize> {
         // SAFETY: `buf` is valid and writable for `len` bytes for the call.
         let n = unsafe {
-            bindings::sci_kernel_recv_nowait(self.0.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+            bindings::sci_kernel_recv_nowait(
+                self.0.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                peek,
+            )
         };
         count_result(n).map(|n| n as usize)
     }

@@ -9,9 +9,12 @@
 //! on every connect, `Documentation/af_sci.rst` "Failover"): the connecting end's native
 //! socket is bound to the connection's address and port and was never connected, so it
 //! connects to the listener's address; the accepting end finds that connection at its
-//! listener (`socket/join.rs`). Both ends then send their resume header
-//! (`proto/resume.rs`: how far each wrote into the other's ring) and read the peer's;
-//! each reads its own ring up to there, then the TCP stream. Sends wait until the headers
+//! listener (`socket/join.rs`). The connecting end sends its resume header first
+//! (`proto/resume.rs`: how far it wrote into the other's ring); the accepting end takes
+//! the TCP connection as the connection's only if it starts with that header (else it is
+//! a connection for `accept()`, such as a fallback connect from the same port whose SCI
+//! attempt this end had accepted), then answers with its own. Each end reads its own ring
+//! up to where the peer's header says, then the TCP stream. Sends wait until the headers
 //! crossed, then go over TCP. Once the ring is read to its end the SCI connection is
 //! freed and the socket is a fallen-back socket (reason `failover`) like any other.
 //!
@@ -51,6 +54,9 @@ pub(super) struct Failover {
     deadline_ns: i64,
     /// The connecting end started its TCP connect.
     dialled: bool,
+    /// The accepting end's TCP connection, until its first bytes show it is this
+    /// connection's.
+    joined: Option<Native>,
     /// Bytes of this end's header sent, and of the peer's received.
     sent: usize,
     got: [u8; RESUME_LEN],
@@ -66,6 +72,7 @@ impl Failover {
             began_ns: 0,
             deadline_ns: 0,
             dialled: false,
+            joined: None,
             sent: 0,
             got: [0; RESUME_LEN],
             got_len: 0,
@@ -93,11 +100,17 @@ impl SciSock {
         }
     }
 
-    /// The socket closes: its landing goes.
+    /// The socket closes: its landing goes, and a TCP connection it had not taken yet.
     pub(super) fn leave_join_point(&self) {
-        let origin = self.failover.lock().origin.take();
+        let (origin, joined) = {
+            let mut f = self.failover.lock();
+            (f.origin.take(), f.joined.take())
+        };
         if let Some((point, landing)) = origin {
             point.leave(&landing);
+        }
+        if let Some(joined) = joined {
+            joined.release();
         }
     }
 
@@ -154,15 +167,19 @@ impl SciSock {
             Stage::Failed => return true,
             Stage::Joining | Stage::Greeting if late => Stage::Failed,
             Stage::Joining => self.join_step(own, &conn, &mut f),
-            Stage::Greeting => Self::greet_step(&self.native(), &conn, &mut f),
+            Stage::Greeting => self.greet_step(own, &conn, &mut f),
         };
         let next = match next {
             // Joined: greet at once, no need to wait for the next pass.
-            Stage::Greeting if stage == Stage::Joining => {
-                Self::greet_step(&self.native(), &conn, &mut f)
-            }
+            Stage::Greeting if stage == Stage::Joining => self.greet_step(own, &conn, &mut f),
             n => n,
         };
+        if next == Stage::Failed {
+            // Not this connection's after all (or too late): `accept()` gets it.
+            if let (Some(joined), Some((point, _))) = (f.joined.take(), f.origin.as_ref()) {
+                point.give_back(joined);
+            }
+        }
         if next == stage {
             return false;
         }
@@ -211,7 +228,7 @@ impl SciSock {
             let Some(joined) = landing.take() else {
                 return Stage::Joining;
             };
-            self.adopt_joined(own, joined);
+            f.joined = Some(joined);
             return Stage::Greeting;
         }
         let native = self.native();
@@ -258,32 +275,81 @@ impl SciSock {
         }
     }
 
-    /// The resume headers cross on `native`.
-    fn greet_step(native: &Native, conn: &Conn, f: &mut Failover) -> Stage {
+    /// The resume headers cross: the connecting end sends its own, then reads the
+    /// peer's; the accepting end reads (without taking) the first bytes of its TCP
+    /// connection, takes the connection only if they are the peer's header, then answers.
+    fn greet_step(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Stage {
         let Some(mine) = conn.resume_header() else {
             return Stage::Failed;
         };
-        let mine = mine.encode();
-        while f.sent < RESUME_LEN {
-            match native.send_nowait(&mine[f.sent..]) {
-                Ok(n) if n > 0 => f.sent += n,
-                Err(e) if e == EAGAIN => return Stage::Greeting,
-                _ => return Stage::Failed,
+        if let Some(joined) = f.joined {
+            match Self::fill_header(&joined, f, true) {
+                Ok(true) => {}
+                Ok(false) => return Stage::Greeting,
+                Err(()) => return Stage::Failed,
             }
+            let checked = ResumeHeader::decode(&f.got).map(|h| conn.resume(&h));
+            if !matches!(checked, Ok(Ok(()))) {
+                return Stage::Failed;
+            }
+            // It is this connection's: the header is taken off, the socket adopts it.
+            let mut header = [0u8; RESUME_LEN];
+            if !matches!(joined.recv_nowait(&mut header, false), Ok(RESUME_LEN)) {
+                return Stage::Failed;
+            }
+            f.joined = None;
+            self.adopt_joined(own, joined);
+            return match Self::send_header(&joined, &mine, f) {
+                Ok(true) => Stage::Resumed,
+                // A fresh connection takes 32 bytes at once; anything else is a failure.
+                _ => Stage::Failed,
+            };
         }
-        while f.got_len < RESUME_LEN {
-            let got_len = f.got_len;
-            match native.recv_nowait(&mut f.got[got_len..]) {
-                Ok(n) if n > 0 => f.got_len += n,
-                Err(e) if e == EAGAIN => return Stage::Greeting,
-                // The peer closed or reset before its header: it could not move.
-                _ => return Stage::Failed,
-            }
+        let native = self.native();
+        match Self::send_header(&native, &mine, f) {
+            Ok(true) => {}
+            Ok(false) => return Stage::Greeting,
+            Err(()) => return Stage::Failed,
+        }
+        match Self::fill_header(&native, f, false) {
+            Ok(true) => {}
+            Ok(false) => return Stage::Greeting,
+            Err(()) => return Stage::Failed,
         }
         match ResumeHeader::decode(&f.got).map(|h| conn.resume(&h)) {
             Ok(Ok(())) => Stage::Resumed,
             _ => Stage::Failed,
         }
+    }
+
+    /// Sends what is left of this end's header: true once all of it went.
+    fn send_header(native: &Native, mine: &ResumeHeader, f: &mut Failover) -> Result<bool, ()> {
+        let bytes = mine.encode();
+        while f.sent < RESUME_LEN {
+            match native.send_nowait(&bytes[f.sent..]) {
+                Ok(n) if n > 0 => f.sent += n,
+                Err(e) if e == EAGAIN => return Ok(false),
+                _ => return Err(()),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Reads the peer's header into `f.got` (with `peek`, only looks at it, all 32 bytes
+    /// at once): true once it is whole.
+    fn fill_header(native: &Native, f: &mut Failover, peek: bool) -> Result<bool, ()> {
+        while f.got_len < RESUME_LEN {
+            let at = if peek { 0 } else { f.got_len };
+            match native.recv_nowait(&mut f.got[at..], peek) {
+                Ok(n) if peek && n == RESUME_LEN => f.got_len = n,
+                Ok(n) if peek && n > 0 => return Ok(false),
+                Ok(n) if n > 0 => f.got_len += n,
+                Err(e) if e == EAGAIN => return Ok(false),
+                // The peer closed or reset before its header: it could not move.
+                _ => return Err(()),
+            }
+        }
+        Ok(true)
     }
 
     /// The ring of a moved connection is read to its end: the SCI connection goes, and
@@ -370,22 +436,28 @@ impl SciSock {
     ) -> Result<c_int> {
         let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
         let mut timeo = own.rcvtimeo(nonblock);
+        let plane = &self.stack.plane;
+        let from_ring = |own: &OwnSk| {
+            let flags = flags | bindings::MSG_DONTWAIT as c_int;
+            conn.recv(plane.fabric(), own, msg, len, flags, (true, 0))
+        };
         loop {
-            let stage = self.failover_stage();
-            if conn.ring_readable() || stage == Some(Stage::Failed) {
-                // The ring's bytes first; a failed move reports the reset.
-                let plane = &self.stack.plane;
-                let r = conn.recv(plane.fabric(), own, msg, len, flags | bindings::MSG_DONTWAIT as c_int, (true, 0));
-                match r {
+            match self.failover_stage() {
+                // A failed move reports the reset (after what the ring still holds).
+                Some(Stage::Failed) => return from_ring(own),
+                // The ring's bytes first (or its protocol error).
+                Some(Stage::Resumed) | None if !conn.drained() => return from_ring(own),
+                Some(Stage::Resumed) | None => {
+                    self.finish_move_if_drained(own, conn);
+                    let native = self.native();
+                    native.copy_alloc_flags_from(own.as_ptr());
+                    return native.recvmsg(msg, len, flags);
+                }
+                _ if conn.ring_readable() => match from_ring(own) {
                     Err(e) if e == errno(bindings::ENOTCONN) && conn.moving() => {}
                     r => return r,
-                }
-            }
-            if matches!(stage, Some(Stage::Resumed) | None) && conn.drained() {
-                self.finish_move_if_drained(own, conn);
-                let native = self.native();
-                native.copy_alloc_flags_from(own.as_ptr());
-                return native.recvmsg(msg, len, flags);
+                },
+                _ => {}
             }
             self.await_move(own, conn, &mut timeo)?;
         }

@@ -168,10 +168,11 @@ int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len)
 	return kernel_sendmsg(sock, &msg, &vec, 1, len);
 }
 
-int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len)
+int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek)
 {
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	int flags = MSG_DONTWAIT | (peek ? MSG_PEEK : 0);
+	struct msghdr msg = { .msg_flags = flags };
 	struct kvec vec = { .iov_base = buf, .iov_len = len };
 
-	return kernel_recvmsg(sock, &msg, &vec, 1, len, MSG_DONTWAIT);
+	return kernel_recvmsg(sock, &msg, &vec, 1, len, flags);
 }

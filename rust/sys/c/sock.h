@@ -73,6 +73,6 @@ struct socket *sci_file_socket(struct file *file);
  * sleeping: bytes sent or received, or -errno (-EAGAIN when it would wait).
  */
 int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len);
-int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len);
+int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek);
 
 #endif /* AF_SCI_SYS_SOCK_H */
