@@ -11,6 +11,7 @@ packages=(
 	strace   # tools/ivshmem-server tests: fault injection (delays the server's listen())
 	redis-server redis-tools   # selftests: unmodified epoll programs over SCI between guests
 	nginx-light wrk   # selftests: connection churn and 1000 connections (selftests/guest/sci-churn)
+	iperf3   # selftests: an unmodified iperf3 across a failover (selftests/pair/pair-failover-guest)
 )
 
 missing=()

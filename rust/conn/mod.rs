@@ -444,13 +444,15 @@ impl Conn {
     /// over TCP.
     pub(crate) fn drained(&self) -> bool {
         let g = self.inner.lock();
-        g.rx.as_ref().is_some_and(|rx| rx.frozen() && rx.available() == 0)
+        g.rx.as_ref()
+            .is_some_and(|rx| rx.frozen() && rx.available() == 0)
     }
 
     /// Whether this end's ring has bytes to read (a moving connection's poll).
     pub(crate) fn ring_readable(&self) -> bool {
         let mut g = self.inner.lock();
-        g.rx.as_mut().is_some_and(|rx| rx.refresh().is_ok_and(|n| n > 0))
+        g.rx.as_mut()
+            .is_some_and(|rx| rx.refresh().is_ok_and(|n| n > 0))
     }
 
     /// `shutdown(2)` calls made on this end (read, write), to make again on the TCP

@@ -125,7 +125,12 @@ impl JoinPoint {
     /// Hands `native` to the member it comes from; false (and `native` untouched) when
     /// it is nobody's join.
     fn deliver_locked(g: &Inner, native: Native) -> bool {
-        let Some(m) = g.members.iter().flatten().find(|m| comes_from(&native, m.peer)) else {
+        let Some(m) = g
+            .members
+            .iter()
+            .flatten()
+            .find(|m| comes_from(&native, m.peer))
+        else {
             return false;
         };
         native.restore_callbacks(g.saved);

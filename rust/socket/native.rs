@@ -654,7 +654,9 @@ impl Native {
     /// Sends bytes without sleeping (a failover's resume header): bytes sent, `EAGAIN`.
     pub(crate) fn send_nowait(&self, buf: &[u8]) -> Result<usize> {
         // SAFETY: `buf` is valid for `len` bytes for the call; the socket is live.
-        let n = unsafe { bindings::sci_kernel_send_nowait(self.0.as_ptr(), buf.as_ptr().cast(), buf.len()) };
+        let n = unsafe {
+            bindings::sci_kernel_send_nowait(self.0.as_ptr(), buf.as_ptr().cast(), buf.len())
+        };
         count_result(n).map(|n| n as usize)
     }
 

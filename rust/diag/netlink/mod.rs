@@ -116,9 +116,7 @@ pub(crate) fn link_drop(stack: &Stack, req: &Request<'_>) -> Result {
             .find(|a| u32::from(a.kind()) == bindings::sci_node_attr_SCI_NODE_A_ID)
             .and_then(|a| u32_of(&a));
     }
-    let node = node
-        .and_then(|n| u16::try_from(n).ok())
-        .ok_or(EINVAL)?;
+    let node = node.and_then(|n| u16::try_from(n).ok()).ok_or(EINVAL)?;
     stack.plane.fabric().drop_link(node)
 }
 

@@ -639,7 +639,10 @@ impl Fabric for Ivshmem {
         if !peer.reachable.load(Ordering::Acquire) {
             return Err(crate::sys::errno::errno(crate::sys::bindings::ENOTCONN));
         }
-        pr_info!("ivshmem: dropping the link with node {} (administrator's request)\n", node);
+        pr_info!(
+            "ivshmem: dropping the link with node {} (administrator's request)\n",
+            node
+        );
         // The poller unlinks it at its next tick, as a link whose peer broke the rules.
         peer.broken.store(true, Ordering::Release);
         Ok(())

@@ -140,7 +140,10 @@ impl SciSock {
             f.began_ns = now;
             f.deadline_ns = now.saturating_add(i64::from(ms) * 1_000_000);
         }
-        if job().and_then(|j| self.stack.plane.submit_connect(j)).is_err() {
+        if job()
+            .and_then(|j| self.stack.plane.submit_connect(j))
+            .is_err()
+        {
             self.failover.lock().stage = None;
             return false;
         }
@@ -382,7 +385,10 @@ impl SciSock {
     fn await_move(&self, own: &OwnSk, conn: &Conn, timeo: &mut c_long) -> Result {
         own.wait(timeo, || {
             Ok(conn.ring_readable()
-                || !matches!(self.failover_stage(), Some(Stage::Joining | Stage::Greeting)))
+                || !matches!(
+                    self.failover_stage(),
+                    Some(Stage::Joining | Stage::Greeting)
+                ))
         })
     }
 
@@ -411,7 +417,10 @@ impl SciSock {
                 _ => {}
             }
             if let Err(e) = own.wait(&mut timeo, || {
-                Ok(!matches!(self.failover_stage(), Some(Stage::Joining | Stage::Greeting)))
+                Ok(!matches!(
+                    self.failover_stage(),
+                    Some(Stage::Joining | Stage::Greeting)
+                ))
             }) {
                 return partial(e);
             }
