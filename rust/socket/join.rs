@@ -14,7 +14,7 @@
 //! kthread takes that are not joins wait here for `accept()`, in order.
 
 use crate::config::rules::Ip;
-use crate::socket::native::{Native, SavedCallbacks};
+use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
 use crate::sys::wake::{wake_sk, Wake};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -145,6 +145,25 @@ impl JoinPoint {
     /// `accept()` took `native`: true when it was a join (handed to its member).
     pub(crate) fn deliver(&self, native: Native) -> bool {
         Self::deliver_locked(&self.inner.lock(), native)
+    }
+
+    /// Whether the listener's accept queue holds a connection for `accept()`, not only
+    /// members' TCP connections: a listener must not poll readable for those, or a
+    /// program would call `accept()` and find nothing (a blocking one would sleep).
+    pub(crate) fn queue_has_others(&self, listener: &Native) -> bool {
+        let g = self.inner.lock();
+        if g.members.iter().all(Option::is_none) {
+            return true;
+        }
+        let mut peers = [(crate::config::rules::Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
+        let n = listener.queued_peers(&mut peers);
+        n > peers.len()
+            || peers.iter().take(n).any(|&(ip, port)| {
+                !g.members
+                    .iter()
+                    .flatten()
+                    .any(|m| m.peer == (ip.canonical(), port))
+            })
     }
 
     /// The oldest connection the kthread took for `accept()`.

@@ -17,6 +17,10 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use kernel::error::{to_result, Result};
 
+/// At most this many connections of a listener's accept queue are looked at
+/// ([`Native::queued_peers`]).
+pub(crate) const QUEUED_PEERS_MAX: usize = 32;
+
 /// A socket address as the socket layer hands it to `proto_ops` (already copied into
 /// the kernel, at most `sizeof(struct sockaddr_storage)` bytes).
 #[derive(Clone, Copy)]
@@ -566,6 +570,26 @@ impl Native {
             Some(f) => unsafe { f(file, self.0.as_ptr(), ptr::null_mut()) },
             None => 0,
         }
+    }
+
+    /// The peers of the connections waiting in this listening socket's accept queue,
+    /// oldest first, into `out`: how many wait (`out.len() + 1` when more than fit).
+    pub(crate) fn queued_peers(&self, out: &mut [(Ip, u16)]) -> usize {
+        let mut raw = [bindings::sci_queued_peer::default(); QUEUED_PEERS_MAX];
+        let max = out.len().min(QUEUED_PEERS_MAX);
+        // SAFETY: `sk` is live; `raw` has room for `max` entries.
+        let n =
+            unsafe { bindings::sci_accept_queue_peers(self.sk(), raw.as_mut_ptr(), max as c_int) };
+        let n = usize::try_from(n).unwrap_or(0);
+        for (o, r) in out.iter_mut().zip(raw.iter()).take(n.min(max)) {
+            *o = if r.v6 != 0 {
+                (Ip::V6(r.addr).canonical(), r.port)
+            } else {
+                let [a, b, c, d, ..] = r.addr;
+                (Ip::V4([a, b, c, d]), r.port)
+            };
+        }
+        n
     }
 
     /// `ioctl(2)` (`FIONREAD`, `SIOCOUTQ`, interface ioctls, ...).

@@ -490,13 +490,19 @@ impl SciSock {
         let native = self.native();
         self.sync_error(own, &native);
         let (mut mask, error) = Self::native_poll(own, &native, file);
+        // Out of the spinlock first: the join point's lock sleeps.
+        let join = self.join.lock().clone();
+        if let Some(j) = join.as_ref() {
+            // Failed-over connections' TCP connections are no news for `accept()`.
+            if mask & EPOLLIN != 0 && !j.queue_has_others(&native) {
+                mask &= !(EPOLLIN | EPOLLRDNORM);
+            }
+        }
         let queued = self
             .listen_queue
             .lock()
             .as_ref()
             .is_some_and(|q| !q.is_empty());
-        // Out of the spinlock first: the join point's lock sleeps.
-        let join = self.join.lock().clone();
         if queued || join.is_some_and(|j| j.has_stash()) {
             mask |= EPOLLIN | EPOLLRDNORM;
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* af_sci C helpers, sock: see sock.h. No logic lives here. */
 #include <linux/fs.h>
+#include <net/inet_connection_sock.h>
 #include <net/tcp.h>
 #include "sock.h"
 
@@ -175,4 +176,37 @@ int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek
 	struct kvec vec = { .iov_base = buf, .iov_len = len };
 
 	return kernel_recvmsg(sock, &msg, &vec, 1, len, flags);
+}
+
+int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max)
+{
+	struct request_sock_queue *queue = &inet_csk(sk)->icsk_accept_queue;
+	struct request_sock *req;
+	int n = 0;
+
+	if (READ_ONCE(sk->sk_state) != TCP_LISTEN)
+		return 0;
+	spin_lock_bh(&queue->rskq_lock);
+	for (req = queue->rskq_accept_head; req; req = req->dl_next) {
+		struct sock *child = req->sk;
+
+		if (n == max) {
+			n++;
+			break;
+		}
+		memset(&out[n], 0, sizeof(out[n]));
+		if (child) {
+			out[n].port = ntohs(inet_sk(child)->inet_dport);
+#if IS_ENABLED(CONFIG_IPV6)
+			if (child->sk_family == AF_INET6) {
+				memcpy(out[n].addr, &child->sk_v6_daddr, 16);
+				out[n].v6 = 1;
+			} else
+#endif
+				memcpy(out[n].addr, &inet_sk(child)->inet_daddr, 4);
+		}
+		n++;
+	}
+	spin_unlock_bh(&queue->rskq_lock);
+	return n;
 }

@@ -75,4 +75,18 @@ struct socket *sci_file_socket(struct file *file);
 int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len);
 int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek);
 
+/* The peer of a connection waiting in a TCP listener's accept queue. */
+struct sci_queued_peer {
+	__u8 addr[16];		/* IPv4 in the first 4 bytes */
+	__u16 port;		/* host order */
+	__u8 v6;
+};
+
+/*
+ * The peers of the connections waiting in listening TCP socket sk's accept queue, oldest
+ * first, at most max of them: how many there are (max + 1 when there are more); 0 when sk
+ * is not listening.
+ */
+int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max);
+
 #endif /* AF_SCI_SYS_SOCK_H */
