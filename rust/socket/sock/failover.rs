@@ -57,6 +57,8 @@ pub(super) struct Failover {
     /// The accepting end's TCP connection, until its first bytes show it is this
     /// connection's.
     joined: Option<Native>,
+    /// The socket is being released: no step touches its native socket any more.
+    closed: bool,
     /// Bytes of this end's header sent, and of the peer's received.
     sent: usize,
     got: [u8; RESUME_LEN],
@@ -73,6 +75,7 @@ impl Failover {
             deadline_ns: 0,
             dialled: false,
             joined: None,
+            closed: false,
             sent: 0,
             got: [0; RESUME_LEN],
             got_len: 0,
@@ -100,10 +103,13 @@ impl SciSock {
         }
     }
 
-    /// The socket closes: its landing goes, and a TCP connection it had not taken yet.
+    /// The socket closes: its landing goes, and a TCP connection it had not taken yet;
+    /// a move under way stops here (it ran under this lock, so release, which comes
+    /// next, finds the native socket it left).
     pub(super) fn leave_join_point(&self) {
         let (origin, joined) = {
             let mut f = self.failover.lock();
+            f.closed = true;
             (f.origin.take(), f.joined.take())
         };
         if let Some((point, landing)) = origin {
@@ -132,7 +138,7 @@ impl SciSock {
         }
         {
             let mut f = self.failover.lock();
-            if f.stage.is_some() {
+            if f.stage.is_some() || f.closed {
                 return true;
             }
             let now = now_ns();
@@ -157,7 +163,7 @@ impl SciSock {
             return true;
         };
         let mut f = self.failover.lock();
-        let Some(stage) = f.stage else {
+        let Some(stage) = f.stage.filter(|_| !f.closed) else {
             return true;
         };
         let late = finish_now || now_ns() >= f.deadline_ns;
@@ -358,7 +364,10 @@ impl SciSock {
     /// The ring of a moved connection is read to its end: the SCI connection goes, and
     /// the socket carries on as a fallen-back one (reason `failover`).
     pub(super) fn finish_move_if_drained(&self, own: &OwnSk, conn: &Arc<Conn>) {
-        if !conn.drained() {
+        // Under the failover lock: the connector may call this while the socket is being
+        // released, whose teardown of the native socket waits for the lock.
+        let mut f = self.failover.lock();
+        if f.closed || !conn.drained() {
             return;
         }
         let taken = {
@@ -374,9 +383,10 @@ impl SciSock {
         let plane = &self.stack.plane;
         conn.close(plane.fabric(), false);
         plane.free_conn(&conn);
-        self.failover.lock().stage = None;
+        f.stage = None;
         self.fall_back(own, FallbackReason::Failover);
         own.set_state(u32::from(self.native().state()));
+        drop(f);
         own.wake(Wake::State);
     }
 
