@@ -194,6 +194,18 @@ impl SciSock {
         }
         f.stage = Some(next);
         let stall_ms = (now_ns() - f.began_ns) / 1_000_000;
+        if next == Stage::Resumed {
+            // The TCP connection goes on where the SCI one was: a side shut down there is
+            // shut down here (under the lock: release waits for it).
+            let (rd, wr) = conn.local_shutdown();
+            let native = self.native();
+            if wr {
+                let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_WR as c_int);
+            }
+            if rd {
+                let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_RD as c_int);
+            }
+        }
         drop(f);
         match next {
             Stage::Failed => {
@@ -206,16 +218,6 @@ impl SciSock {
                 conn.stop_moving();
             }
             Stage::Resumed => {
-                let (rd, wr) = conn.local_shutdown();
-                let native = self.native();
-                // The TCP connection goes on where the SCI one was: a side shut down there
-                // is shut down here.
-                if wr {
-                    let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_WR as c_int);
-                }
-                if rd {
-                    let _ = native.shutdown(bindings::sock_shutdown_cmd_SHUT_RD as c_int);
-                }
                 pr_info!(
                     "af_sci: connection to node {} moved onto TCP in {} ms\n",
                     conn.peer_node,
