@@ -210,7 +210,7 @@ impl SciSock {
         match next {
             Stage::Failed => {
                 pr_info!(
-                    "af_sci: connection to node {} could not move onto TCP ({:?} for {} ms); reset\n",
+                    "connection to node {} could not move onto TCP ({:?} for {} ms); reset\n",
                     conn.peer_node,
                     stage,
                     stall_ms
@@ -219,7 +219,7 @@ impl SciSock {
             }
             Stage::Resumed => {
                 pr_info!(
-                    "af_sci: connection to node {} moved onto TCP in {} ms\n",
+                    "connection to node {} moved onto TCP in {} ms\n",
                     conn.peer_node,
                     stall_ms
                 );
