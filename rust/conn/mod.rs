@@ -357,18 +357,46 @@ impl Conn {
     /// connection whose socket can move it goes on over TCP ([`Mover`]); any other is
     /// reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect still
     /// waiting for its answer falls back to TCP. Returns what [`Conn::doorbell`] returns.
+    ///
+    /// An established connection that has no mover yet (it waits in a listener's queue
+    /// for `accept()`) is marked moving too: its socket starts the move when it takes it
+    /// ([`Conn::set_mover`]).
     #[must_use]
     pub(crate) fn peer_lost(&self) -> bool {
-        let mover = self.mover.lock().clone();
         let mut g = self.inner.lock();
         g.peer_lost = true;
         if g.phase == Phase::Connecting {
             g.phase = Phase::Unanswered;
         }
+        // A peer that closed its end already (both flags in this end's own memory) said
+        // all it will say: the connection ends as closed, what is in the ring is read.
+        let Inner { tx, rx, .. } = &mut *g;
+        let peer_done = match (tx.as_mut(), rx.as_mut()) {
+            (Some(tx), Some(rx)) => tx.peer().closed && rx.peer().closed,
+            _ => false,
+        };
+        if peer_done {
+            drop(g);
+            pr_info!(
+                "connection to node {} (channel {}): its peer had closed; not moved\n",
+                self.peer_node,
+                self.id.slot
+            );
+            self.wake(Wake::State);
+            return self.doorbell();
+        }
         let movable = g.phase == Phase::Established && !g.local.closed && !g.moving;
-        let mover = mover.filter(|_| movable);
-        if mover.is_some() {
+        // Under `inner`, as `set_mover` reads `moving`: one of the two starts the move.
+        let mover = self.mover.lock().clone().filter(|_| movable);
+        if movable {
             g.moving = true;
+            if mover.is_none() {
+                pr_info!(
+                    "connection to node {} (channel {}) lost its fabric path before accept()\n",
+                    self.peer_node,
+                    self.id.slot
+                );
+            }
         } else if let Some(rx) = g.rx.as_mut() {
             rx.latch_peer_abort();
         }
@@ -382,10 +410,19 @@ impl Conn {
         self.doorbell()
     }
 
-    /// Sets who moves the connection onto TCP when its fabric path is lost.
+    /// Sets who moves the connection onto TCP when its fabric path is lost; if it was
+    /// lost already (while it waited for `accept()`), the move starts now.
     pub(crate) fn set_mover(&self, mover: Option<Arc<dyn Mover>>) {
+        let g = self.inner.lock();
+        let start = mover.clone().filter(|_| g.moving && !g.local.closed);
         let old = core::mem::replace(&mut *self.mover.lock(), mover);
+        drop(g);
         drop(old);
+        if let Some(mover) = start {
+            if !mover.start() {
+                self.stop_moving();
+            }
+        }
     }
 
     /// Whether someone moves the connection onto TCP when its fabric path is lost.

@@ -246,6 +246,12 @@ impl Table {
                 self.connector.kick();
             }
         }
+        pr_info!(
+            "node {} down: {} of its connections moving onto TCP, of {}\n",
+            node,
+            lost.iter().filter(|c| c.moving()).count(),
+            lost.len()
+        );
     }
     /// Makes a reserved slot free again.
     pub(super) fn set_free(&self, slot: usize) {

@@ -15,6 +15,7 @@
 
 use crate::config::rules::Ip;
 use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
+use crate::sys::params::failover_ms;
 use crate::sys::wake::{wake_sk, Wake};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -62,6 +63,17 @@ struct Inner {
     /// The SCI connections accepted here that are still open (a closed one leaves a hole
     /// the next one fills).
     members: KVec<Option<Arc<Landing>>>,
+    /// Peers of members that closed lately, and until when (ms): the peer may not have
+    /// seen the close before its fabric path went, and move onto TCP; its TCP connection
+    /// is dropped (the peer resets), never given to `accept()`.
+    left: KVec<Option<((Ip, u16), i64)>>,
+}
+
+/// How long a closed member's peer may still arrive (ms), beyond `failover_ms`.
+const LEFT_GRACE_MS: i64 = 2000;
+
+fn now_ms() -> i64 {
+    kernel::time::Ktime::ktime_get().to_ms()
 }
 
 /// The join point of one listening socket.
@@ -84,7 +96,14 @@ impl JoinPoint {
         Arc::pin_init(
             pin_init!(Self {
                 inner <- kernel::new_mutex!(
-                    Inner { listener: Some(listener), wake, saved, stash: KVec::new(), members: KVec::new() },
+                    Inner {
+                        listener: Some(listener),
+                        wake,
+                        saved,
+                        stash: KVec::new(),
+                        members: KVec::new(),
+                        left: KVec::new(),
+                    },
                     "JoinPoint::inner"
                 ),
             }),
@@ -120,6 +139,20 @@ impl JoinPoint {
         {
             *m = None;
         }
+        let now = now_ms();
+        let until = now + i64::from(failover_ms()) + LEFT_GRACE_MS;
+        for l in g.left.iter_mut() {
+            if l.is_some_and(|(_, t)| t <= now) {
+                *l = None;
+            }
+        }
+        let entry = Some((landing.peer, until));
+        if let Some(hole) = g.left.iter_mut().find(|l| l.is_none()) {
+            *hole = entry;
+        } else {
+            // Without memory for it, a late peer's connection may reach `accept()`.
+            let _ = g.left.push(entry, GFP_KERNEL);
+        }
     }
 
     /// Hands `native` to the member it comes from; false (and `native` untouched) when
@@ -131,6 +164,11 @@ impl JoinPoint {
             .flatten()
             .find(|m| comes_from(&native, m.peer))
         else {
+            if Self::left_lately(g, &native) {
+                // A closed member's peer moving onto TCP: it resets.
+                native.release();
+                return true;
+            }
             return false;
         };
         native.restore_callbacks(g.saved);
@@ -142,7 +180,17 @@ impl JoinPoint {
         true
     }
 
-    /// `accept()` took `native`: true when it was a join (handed to its member).
+    /// Whether `native` comes from the peer of a member that closed lately.
+    fn left_lately(g: &Inner, native: &Native) -> bool {
+        let now = now_ms();
+        g.left
+            .iter()
+            .flatten()
+            .any(|&(peer, until)| until > now && comes_from(native, peer))
+    }
+
+    /// `accept()` took `native`: true when it was a join (handed to its member, or
+    /// dropped as a closed member's).
     pub(crate) fn deliver(&self, native: Native) -> bool {
         Self::deliver_locked(&self.inner.lock(), native)
     }
@@ -152,17 +200,21 @@ impl JoinPoint {
     /// program would call `accept()` and find nothing (a blocking one would sleep).
     pub(crate) fn queue_has_others(&self, listener: &Native) -> bool {
         let g = self.inner.lock();
-        if g.members.iter().all(Option::is_none) {
+        let now = now_ms();
+        if g.members.iter().all(Option::is_none) && g.left.iter().flatten().all(|l| l.1 <= now) {
             return true;
         }
-        let mut peers = [(crate::config::rules::Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
+        let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
         let n = listener.queued_peers(&mut peers);
         n > peers.len()
             || peers.iter().take(n).any(|&(ip, port)| {
-                !g.members
-                    .iter()
-                    .flatten()
-                    .any(|m| m.peer == (ip.canonical(), port))
+                let peer = (ip.canonical(), port);
+                !g.members.iter().flatten().any(|m| m.peer == peer)
+                    && !g
+                        .left
+                        .iter()
+                        .flatten()
+                        .any(|&(p, until)| p == peer && until > now)
             })
     }
 

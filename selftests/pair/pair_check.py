@@ -187,10 +187,11 @@ def recv_exact(sock, n):
     return bytes(buf)
 
 
-def load_module(tap, role, more_nodes=()):
+def load_module(tap, role, more_nodes=(), wait_for=None):
     """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1, C node 2), the node map
     (the guests, plus more_nodes: (address, node) pairs), and a wait until this node is
-    linked with every other guest's."""
+    linked with every other guest's (or only with the nodes in wait_for: a node that
+    joins later is not waited for)."""
     node = NODE[role]
     sh(f"{KMEMLEAK_CHECK} start")  # the sanitizer kernel: forget the boot's reports
     r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes={GUESTS}")
@@ -205,6 +206,8 @@ def load_module(tap, role, more_nodes=()):
     tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
               f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
     others = {n for _, n in guests if n != node}
+    if wait_for is not None:
+        others = set(wait_for) - {node}
 
     def linked():
         return {int(m) for m in re.findall(r"linked with node (\d+)", sh("dmesg").stdout)}

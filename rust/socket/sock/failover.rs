@@ -59,6 +59,8 @@ pub(super) struct Failover {
     joined: Option<Native>,
     /// The socket is being released: no step touches its native socket any more.
     closed: bool,
+    /// Why the move failed, for the log.
+    why: &'static str,
     /// Bytes of this end's header sent, and of the peer's received.
     sent: usize,
     got: [u8; RESUME_LEN],
@@ -76,6 +78,7 @@ impl Failover {
             dialled: false,
             joined: None,
             closed: false,
+            why: "",
             sent: 0,
             got: [0; RESUME_LEN],
             got_len: 0,
@@ -153,6 +156,13 @@ impl SciSock {
             self.failover.lock().stage = None;
             return false;
         }
+        if let Some(conn) = self.conn() {
+            pr_info!(
+                "connection to node {} (channel {}) lost its fabric path; moving it onto TCP\n",
+                conn.peer_node,
+                conn.id.slot
+            );
+        }
         true
     }
 
@@ -174,7 +184,10 @@ impl SciSock {
                 return self.conn().is_none();
             }
             Stage::Failed => return true,
-            Stage::Joining | Stage::Greeting if late => Stage::Failed,
+            Stage::Joining | Stage::Greeting if late => {
+                f.why = "too late";
+                Stage::Failed
+            }
             Stage::Joining => self.join_step(own, &conn, &mut f),
             Stage::Greeting => self.greet_step(own, &conn, &mut f),
         };
@@ -194,6 +207,7 @@ impl SciSock {
         }
         f.stage = Some(next);
         let stall_ms = (now_ns() - f.began_ns) / 1_000_000;
+        let why = f.why;
         if next == Stage::Resumed {
             // The TCP connection goes on where the SCI one was: a side shut down there is
             // shut down here (under the lock: release waits for it).
@@ -210,10 +224,11 @@ impl SciSock {
         match next {
             Stage::Failed => {
                 pr_info!(
-                    "connection to node {} could not move onto TCP ({:?} for {} ms); reset\n",
+                    "connection to node {} could not move onto TCP ({:?} for {} ms: {}); reset\n",
                     conn.peer_node,
                     stage,
-                    stall_ms
+                    stall_ms,
+                    why
                 );
                 conn.stop_moving();
             }
@@ -291,21 +306,27 @@ impl SciSock {
     /// connection, takes the connection only if they are the peer's header, then answers.
     fn greet_step(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Stage {
         let Some(mine) = conn.resume_header() else {
+            f.why = "no header to send";
             return Stage::Failed;
         };
         if let Some(joined) = f.joined {
             match Self::fill_header(&joined, f, true) {
                 Ok(true) => {}
                 Ok(false) => return Stage::Greeting,
-                Err(()) => return Stage::Failed,
+                Err(()) => {
+                    f.why = "the TCP connection ended before the peer's header";
+                    return Stage::Failed;
+                }
             }
             let checked = ResumeHeader::decode(&f.got).map(|h| conn.resume(&h));
             if !matches!(checked, Ok(Ok(()))) {
+                f.why = "the first bytes are not the peer's header";
                 return Stage::Failed;
             }
             // It is this connection's: the header is taken off, the socket adopts it.
             let mut header = [0u8; RESUME_LEN];
             if !matches!(joined.recv_nowait(&mut header, false), Ok(RESUME_LEN)) {
+                f.why = "the peer's header could not be taken off";
                 return Stage::Failed;
             }
             f.joined = None;
@@ -313,23 +334,35 @@ impl SciSock {
             return match Self::send_header(&joined, &mine, f) {
                 Ok(true) => Stage::Resumed,
                 // A fresh connection takes 32 bytes at once; anything else is a failure.
-                _ => Stage::Failed,
+                _ => {
+                    f.why = "this end's header could not be sent";
+                    Stage::Failed
+                }
             };
         }
         let native = self.native();
         match Self::send_header(&native, &mine, f) {
             Ok(true) => {}
             Ok(false) => return Stage::Greeting,
-            Err(()) => return Stage::Failed,
+            Err(()) => {
+                f.why = "this end's header could not be sent";
+                return Stage::Failed;
+            }
         }
         match Self::fill_header(&native, f, false) {
             Ok(true) => {}
             Ok(false) => return Stage::Greeting,
-            Err(()) => return Stage::Failed,
+            Err(()) => {
+                f.why = "the TCP connection ended before the peer's header";
+                return Stage::Failed;
+            }
         }
         match ResumeHeader::decode(&f.got).map(|h| conn.resume(&h)) {
             Ok(Ok(())) => Stage::Resumed,
-            _ => Stage::Failed,
+            _ => {
+                f.why = "the peer's header was refused";
+                Stage::Failed
+            }
         }
     }
 
