@@ -431,6 +431,11 @@ impl Conn {
         }
     }
 
+    /// Whether the fabric path to the peer was lost ([`Conn::peer_lost`]).
+    pub(crate) fn peer_was_lost(&self) -> bool {
+        self.inner.lock().peer_lost
+    }
+
     /// Whether someone moves the connection onto TCP when its fabric path is lost.
     pub(crate) fn has_mover(&self) -> bool {
         self.mover.lock().is_some()

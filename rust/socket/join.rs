@@ -129,8 +129,12 @@ impl JoinPoint {
         Ok(landing)
     }
 
-    /// The socket of `landing` closed: what lands for it from now on is not a join.
-    pub(crate) fn leave(&self, landing: &Arc<Landing>) {
+    /// The socket of `landing` closed: what lands for it from now on is not a join. With
+    /// `lost` (its fabric path was lost before it closed: its peer may still move onto
+    /// TCP, not having seen the close), the peer's TCP connection is dropped for a while
+    /// instead of reaching `accept()`. Only then: a closed connection's port is free, and
+    /// the peer may reuse it at once for a plain TCP connection.
+    pub(crate) fn leave(&self, landing: &Arc<Landing>, lost: bool) {
         let mut g = self.inner.lock();
         if let Some(m) = g
             .members
@@ -138,6 +142,9 @@ impl JoinPoint {
             .find(|m| m.as_ref().is_some_and(|m| Arc::ptr_eq(m, landing)))
         {
             *m = None;
+        }
+        if !lost {
+            return;
         }
         let now = now_ms();
         let until = now + i64::from(failover_ms()) + LEFT_GRACE_MS;

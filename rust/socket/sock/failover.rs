@@ -110,13 +110,14 @@ impl SciSock {
     /// a move under way stops here (it ran under this lock, so release, which comes
     /// next, finds the native socket it left).
     pub(super) fn leave_join_point(&self) {
-        let (origin, joined) = {
+        let lost_before = self.conn().is_some_and(|c| c.peer_was_lost());
+        let (origin, joined, lost) = {
             let mut f = self.failover.lock();
             f.closed = true;
-            (f.origin.take(), f.joined.take())
+            (f.origin.take(), f.joined.take(), lost_before || f.stage.is_some())
         };
         if let Some((point, landing)) = origin {
-            point.leave(&landing);
+            point.leave(&landing, lost);
         }
         if let Some(joined) = joined {
             joined.release();
