@@ -75,13 +75,17 @@ pub(crate) trait Caller {
 
 /// What a connection asks of its socket when the fabric path to the peer is lost while
 /// the connection is established: to move it onto TCP (`socket/sock/failover.rs`). The
-/// socket layer implements it with a counted reference to the socket; a connection never
-/// reaches the socket layer otherwise.
+/// socket layer implements it; it holds no reference to the socket (that would keep the
+/// socket alive through its own connection): the connection names its owner (the token
+/// it wakes), which is live while the owner lock holds it. A connection never reaches
+/// the socket layer otherwise.
 pub(crate) trait Mover: Send + Sync {
-    /// Starts moving the connection (in the background: this may be atomic context).
-    /// False when the socket will not (failover turned off, no memory): the connection
-    /// then resets, as a connection whose peer died does.
-    fn start(&self) -> bool;
+    /// Takes a reference on the owner `sk` (called under the owner lock: atomic context).
+    fn hold(&self, sk: usize);
+    /// Starts moving the connection of `sk`, whose reference [`Mover::hold`] took and
+    /// this call owns (process context). False when the socket will not (failover turned
+    /// off, no memory): the connection then resets, as one whose peer died does.
+    fn start(&self, sk: usize) -> bool;
 }
 
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
@@ -402,9 +406,7 @@ impl Conn {
         }
         drop(g);
         if let Some(mover) = mover {
-            if !mover.start() {
-                self.stop_moving();
-            }
+            self.start_mover(&*mover);
         }
         self.wake(Wake::State);
         self.doorbell()
@@ -425,9 +427,22 @@ impl Conn {
         drop(g);
         drop(old);
         if let Some(mover) = start {
-            if !mover.start() {
-                self.stop_moving();
+            self.start_mover(&*mover);
+        }
+    }
+
+    /// Asks `mover` to move this connection, holding its owner while it starts; with no
+    /// owner left (it closed) or no move, the connection resets.
+    fn start_mover(&self, mover: &dyn Mover) {
+        let sk = {
+            let owner = self.owner.lock();
+            if *owner != 0 {
+                mover.hold(*owner);
             }
+            *owner
+        };
+        if sk == 0 || !mover.start(sk) {
+            self.stop_moving();
         }
     }
 

@@ -86,18 +86,33 @@ impl PendingConnect for HeldSk {
         let (own, state) = self.parts();
         let connected = state.connect_step(&own, finish_now);
         if connected {
-            arm_failover(&own, state);
+            arm_failover(state);
         }
         let moved = state.failover_step(&own, finish_now);
         connected && moved
     }
 }
 
-/// A connection whose fabric path is lost asks its socket, through this reference, to
-/// move it onto TCP; the move is handed to the connector kthread.
-impl Mover for HeldSk {
-    fn start(&self) -> bool {
-        let (own, state) = self.parts();
+/// How a connection whose fabric path is lost asks its socket to move it onto TCP; the
+/// move is handed to the connector kthread. It holds no reference: the connection passes
+/// its owner's sk, on which it took one.
+struct SkMover;
+
+impl Mover for SkMover {
+    fn hold(&self, sk: usize) {
+        // SAFETY: the connection calls this under its owner lock, which holds `sk` only
+        // while that `AF_SCI` sock is live (cleared before its release).
+        unsafe { bindings::sci_sock_hold(sk as *mut bindings::sock) };
+    }
+
+    fn start(&self, sk: usize) -> bool {
+        let Some(sk) = NonNull::new(sk as *mut bindings::sock) else {
+            return false;
+        };
+        // The reference `hold` took is this one's: it keeps the sock while the move
+        // starts, and goes at the end; the job takes its own.
+        let held = HeldSk(sk);
+        let (own, state) = held.parts();
         state.start_failover(|| {
             let job: Arc<dyn PendingConnect> = Arc::new(HeldSk::new(&own), GFP_KERNEL)?;
             Ok(job)
@@ -106,8 +121,8 @@ impl Mover for HeldSk {
 }
 
 /// Gives the socket's SCI connection, once it has one, a way to reach the socket when its
-/// fabric path is lost (a counted reference, dropped when the connection closes).
-fn arm_failover(own: &OwnSk, state: &SciSock) {
+/// fabric path is lost (no reference: see [`SkMover`]).
+fn arm_failover(state: &SciSock) {
     let Some(conn) = state.conn() else {
         return;
     };
@@ -115,7 +130,7 @@ fn arm_failover(own: &OwnSk, state: &SciSock) {
         return;
     }
     // Without memory for it, the connection resets if its fabric path is lost.
-    if let Ok(mover) = Arc::new(HeldSk::new(own), GFP_KERNEL) {
+    if let Ok(mover) = Arc::new(SkMover, GFP_KERNEL) {
         let mover: Arc<dyn Mover> = mover;
         conn.set_mover(Some(mover));
     }
@@ -319,7 +334,7 @@ unsafe extern "C" fn connect(
         Ok(held)
     };
     let r = state.connect(&own, SockAddr::new(addr, len), flags, &hold);
-    arm_failover(&own, state);
+    arm_failover(state);
     errno_of(r)
 }
 
@@ -363,7 +378,7 @@ unsafe extern "C" fn accept(
                     drop_sk(newsock, new_own);
                     return e.to_errno();
                 }
-                arm_failover(&new_own, new_state);
+                arm_failover(new_state);
             }
         }
         new_state.set_registry_id(new_state.stack().sockets.insert(slot, SkRef::new(&new_own)));

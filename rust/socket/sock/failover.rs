@@ -114,7 +114,11 @@ impl SciSock {
         let (origin, joined, lost) = {
             let mut f = self.failover.lock();
             f.closed = true;
-            (f.origin.take(), f.joined.take(), lost_before || f.stage.is_some())
+            (
+                f.origin.take(),
+                f.joined.take(),
+                lost_before || f.stage.is_some(),
+            )
         };
         if let Some((point, landing)) = origin {
             point.leave(&landing, lost);
