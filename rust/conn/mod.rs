@@ -416,12 +416,6 @@ impl Conn {
     /// lost already (while it waited for `accept()`), the move starts now.
     pub(crate) fn set_mover(&self, mover: Option<Arc<dyn Mover>>) {
         let g = self.inner.lock();
-        if mover.is_some() && g.local.closed {
-            // Closed: it would hold its socket with nobody left to drop it.
-            drop(g);
-            drop(mover);
-            return;
-        }
         let start = mover.clone().filter(|_| g.moving);
         let old = core::mem::replace(&mut *self.mover.lock(), mover);
         drop(g);
@@ -703,10 +697,6 @@ impl Conn {
     /// was left unread or `abort` (`SO_LINGER` with a zero timeout) asks for it.
     pub(crate) fn close(&self, fabric: &dyn Fabric, abort: bool) {
         self.set_owner(0);
-        // Closed first: a mover set from now on is refused (the connector may arm one
-        // while the socket is being released), then the one set is dropped, and with it
-        // its reference to the socket.
-        self.inner.lock().local.closed = true;
         self.set_mover(None);
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
