@@ -86,6 +86,9 @@ impl Failover {
     }
 }
 
+/// Why a move fails when this end's header cannot go out.
+const HEADER_NOT_SENT: &str = "this end's header could not be sent";
+
 fn now_ns() -> i64 {
     Ktime::ktime_get().to_ns()
 }
@@ -310,75 +313,66 @@ impl SciSock {
     /// peer's; the accepting end reads (without taking) the first bytes of its TCP
     /// connection, takes the connection only if they are the peer's header, then answers.
     fn greet_step(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Stage {
-        let Some(mine) = conn.resume_header() else {
-            f.why = "no header to send";
-            return Stage::Failed;
-        };
-        if let Some(joined) = f.joined {
-            match Self::fill_header(&joined, f, true) {
-                Ok(true) => {}
-                Ok(false) => return Stage::Greeting,
-                Err(()) => {
-                    f.why = "the TCP connection ended before the peer's header";
-                    return Stage::Failed;
-                }
-            }
-            let checked = ResumeHeader::decode(&f.got).map(|h| conn.resume(&h));
-            if !matches!(checked, Ok(Ok(()))) {
-                f.why = "the first bytes are not the peer's header";
-                return Stage::Failed;
-            }
-            // It is this connection's: the header is taken off, the socket adopts it.
-            let mut header = [0u8; RESUME_LEN];
-            if !matches!(joined.recv_nowait(&mut header, false), Ok(RESUME_LEN)) {
-                f.why = "the peer's header could not be taken off";
-                return Stage::Failed;
-            }
-            f.joined = None;
-            self.adopt_joined(own, joined);
-            return match Self::send_header(&joined, &mine, f) {
-                Ok(true) => Stage::Resumed,
-                // A fresh connection takes 32 bytes at once; anything else is a failure.
-                _ => {
-                    f.why = "this end's header could not be sent";
-                    Stage::Failed
-                }
-            };
-        }
-        let native = self.native();
-        match Self::send_header(&native, &mine, f) {
-            Ok(true) => {}
-            Ok(false) => return Stage::Greeting,
-            Err(()) => {
-                f.why = "this end's header could not be sent";
-                return Stage::Failed;
-            }
-        }
-        match Self::fill_header(&native, f, false) {
-            Ok(true) => {}
-            Ok(false) => return Stage::Greeting,
-            Err(()) => {
-                f.why = "the TCP connection ended before the peer's header";
-                return Stage::Failed;
-            }
-        }
-        match ResumeHeader::decode(&f.got).map(|h| conn.resume(&h)) {
-            Ok(Ok(())) => Stage::Resumed,
-            _ => {
-                f.why = "the peer's header was refused";
+        match self.greet(own, conn, f) {
+            Ok(stage) => stage,
+            Err(why) => {
+                f.why = why;
                 Stage::Failed
             }
         }
     }
 
+    /// [`Self::greet_step`]: the stage reached, or why the move failed.
+    fn greet(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Result<Stage, &'static str> {
+        let mine = conn.resume_header().ok_or("no header to send")?;
+        let resume = |got: &[u8; RESUME_LEN]| {
+            matches!(
+                ResumeHeader::decode(got).map(|h| conn.resume(&h)),
+                Ok(Ok(()))
+            )
+        };
+        if let Some(joined) = f.joined {
+            if !Self::fill_header(&joined, f, true)? {
+                return Ok(Stage::Greeting);
+            }
+            if !resume(&f.got) {
+                return Err("the first bytes are not the peer's header");
+            }
+            // It is this connection's: the header is taken off, the socket adopts it.
+            let mut header = [0u8; RESUME_LEN];
+            if !matches!(joined.recv_nowait(&mut header, false), Ok(RESUME_LEN)) {
+                return Err("the peer's header could not be taken off");
+            }
+            f.joined = None;
+            self.adopt_joined(own, joined);
+            // A fresh connection takes 32 bytes at once; anything else is a failure.
+            return match Self::send_header(&joined, &mine, f)? {
+                true => Ok(Stage::Resumed),
+                false => Err(HEADER_NOT_SENT),
+            };
+        }
+        let native = self.native();
+        if !Self::send_header(&native, &mine, f)? || !Self::fill_header(&native, f, false)? {
+            return Ok(Stage::Greeting);
+        }
+        if !resume(&f.got) {
+            return Err("the peer's header was refused");
+        }
+        Ok(Stage::Resumed)
+    }
+
     /// Sends what is left of this end's header: true once all of it went.
-    fn send_header(native: &Native, mine: &ResumeHeader, f: &mut Failover) -> Result<bool, ()> {
+    fn send_header(
+        native: &Native,
+        mine: &ResumeHeader,
+        f: &mut Failover,
+    ) -> Result<bool, &'static str> {
         let bytes = mine.encode();
         while f.sent < RESUME_LEN {
             match native.send_nowait(&bytes[f.sent..]) {
                 Ok(n) if n > 0 => f.sent += n,
                 Err(e) if e == EAGAIN => return Ok(false),
-                _ => return Err(()),
+                _ => return Err(HEADER_NOT_SENT),
             }
         }
         Ok(true)
@@ -386,7 +380,7 @@ impl SciSock {
 
     /// Reads the peer's header into `f.got` (with `peek`, only looks at it, all 32 bytes
     /// at once): true once it is whole.
-    fn fill_header(native: &Native, f: &mut Failover, peek: bool) -> Result<bool, ()> {
+    fn fill_header(native: &Native, f: &mut Failover, peek: bool) -> Result<bool, &'static str> {
         while f.got_len < RESUME_LEN {
             let at = if peek { 0 } else { f.got_len };
             match native.recv_nowait(&mut f.got[at..], peek) {
@@ -395,7 +389,7 @@ impl SciSock {
                 Ok(n) if n > 0 => f.got_len += n,
                 Err(e) if e == EAGAIN => return Ok(false),
                 // The peer closed or reset before its header: it could not move.
-                _ => return Err(()),
+                _ => return Err("the TCP connection ended before the peer's header"),
             }
         }
         Ok(true)
