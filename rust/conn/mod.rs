@@ -111,9 +111,12 @@ struct Inner {
     /// or this end was dropped before the answer went out): none wrote, or will write,
     /// into its segment.
     never_shared: bool,
-    /// The fabric or the peer's node reset the connection ([`Conn::peer_lost`]): the peer
-    /// end said nothing of its own about the segment.
+    /// The fabric or the peer's node reset the connection ([`Conn::peer_lost`],
+    /// [`Conn::peer_gone`]): the peer end said nothing of its own about the segment.
     peer_lost: bool,
+    /// Of those, the peer's node said the peer end is gone ([`Conn::peer_gone`]): its
+    /// end cannot move onto TCP.
+    peer_gone: bool,
     /// The fabric path was lost and the socket moves the connection onto TCP: nothing
     /// more is written into the peer's ring; what is in this end's ring is still read.
     moving: bool,
@@ -216,6 +219,7 @@ impl Conn {
                         held: nagle::Held::default(),
                         never_shared: false,
                         peer_lost: false,
+                        peer_gone: false,
                         moving: false,
                     },
                     "Conn::inner"
@@ -367,8 +371,24 @@ impl Conn {
     /// ([`Conn::set_mover`]).
     #[must_use]
     pub(crate) fn peer_lost(&self) -> bool {
+        self.lose_peer(true)
+    }
+
+    /// The peer's node said the peer end is gone (a `Close` frame: its connector gave up
+    /// before the answer arrived, or its end went away without its queues). Nothing
+    /// waits on the far side to take the connection over TCP, so it is reset as if the
+    /// peer had aborted, never moved. Returns what [`Conn::doorbell`] returns.
+    #[must_use]
+    pub(crate) fn peer_gone(&self) -> bool {
+        self.lose_peer(false)
+    }
+
+    /// [`Conn::peer_lost`] and [`Conn::peer_gone`]: with `may_move`, an established
+    /// connection with a live peer end moves onto TCP instead of being reset.
+    fn lose_peer(&self, may_move: bool) -> bool {
         let mut g = self.inner.lock();
         g.peer_lost = true;
+        g.peer_gone |= !may_move;
         if g.phase == Phase::Connecting {
             g.phase = Phase::Unanswered;
         }
@@ -381,15 +401,17 @@ impl Conn {
         };
         if peer_done {
             drop(g);
-            pr_info!(
-                "connection to node {} (channel {}): its peer had closed; not moved\n",
-                self.peer_node,
-                self.id.slot
-            );
+            if may_move {
+                pr_info!(
+                    "connection to node {} (channel {}): its peer had closed; not moved\n",
+                    self.peer_node,
+                    self.id.slot
+                );
+            }
             self.wake(Wake::State);
             return self.doorbell();
         }
-        let movable = g.phase == Phase::Established && !g.local.closed && !g.moving;
+        let movable = may_move && g.phase == Phase::Established && !g.local.closed && !g.moving;
         // Under `inner`, as `set_mover` reads `moving`: one of the two starts the move.
         let mover = self.mover.lock().clone().filter(|_| movable);
         if movable {
@@ -440,9 +462,19 @@ impl Conn {
         }
     }
 
+    /// Whether the peer's socket is gone for good: it closed (its close stores its
+    /// reader's closed flag into this end's memory before its port is free for another
+    /// connection), or its node said so ([`Conn::peer_gone`]). A peer whose fabric path
+    /// was lost has not ended: it may still move onto TCP.
+    pub(crate) fn peer_ended(&self) -> bool {
+        let mut g = self.inner.lock();
+        g.peer_gone || g.tx.as_mut().is_some_and(|tx| tx.peer().closed)
+    }
+
     /// Whether the fabric path to the peer was lost ([`Conn::peer_lost`]).
     pub(crate) fn peer_was_lost(&self) -> bool {
-        self.inner.lock().peer_lost
+        let g = self.inner.lock();
+        g.peer_lost && !g.peer_gone
     }
 
     /// Whether someone moves the connection onto TCP when its fabric path is lost.

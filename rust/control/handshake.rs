@@ -63,7 +63,7 @@ impl Plane<'_> {
                 // A closing slot waiting for that end to close is freed at the next sweep.
                 if let Some(conn) = self.table.conn_or_closing_by_id(frame.dst) {
                     if conn.peer_node == from && conn.peer_id() == frame.src {
-                        if conn.peer_lost() {
+                        if conn.peer_gone() {
                             self.table.connector.kick();
                         }
                     }

@@ -8,12 +8,24 @@
 //! the queue of the listening socket's native TCP listener, like any connection. Every
 //! SCI connection accepted on a listener is a *member* of the listener's join point; a
 //! TCP connection that comes from a member's peer address and port is that member's (the
-//! peer's socket holds that port, so no other connection can come from there) and is
-//! handed to it, never to `accept()`. Either `accept()` finds it first, or the connector
-//! kthread looks for it when a member fails over ([`JoinPoint::hunt`]); connections the
-//! kthread takes that are not joins wait here for `accept()`, in order.
+//! peer's socket holds that port while it is open, so no other connection can come from
+//! there) and is handed to it, never to `accept()`. Once the peer's socket is gone, its
+//! port is free at once (its native socket never connected: no `TIME_WAIT`), and a new
+//! connection from it is the program's: the peer's close stores its closed flag into the
+//! member's memory before the port is free, so a member whose peer ended takes nothing.
+//! Either `accept()` finds a join first, or the connector kthread looks for it when a
+//! member fails over ([`JoinPoint::hunt`]); connections the kthread takes that are not
+//! joins wait here for `accept()`, in order.
+//!
+//! One case cannot be told at once: a connect that gave up waiting for its SCI answer
+//! falls back to TCP from its port while the listener's end, answered, is a member here
+//! until the peer's node says the connect was abandoned (a `Close` frame, which may come
+//! after the TCP connection). The member holds such a connection; if it never moves, the
+//! connection goes to `accept()` when the member closes (a program closes the reset end
+//! it sees).
 
 use crate::config::rules::Ip;
+use crate::conn::Conn;
 use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
 use crate::sys::params::failover_ms;
 use crate::sys::wake::{wake_sk, Wake};
@@ -25,12 +37,20 @@ use kernel::sync::{Arc, Mutex};
 pub(crate) struct Landing {
     /// The peer's address and port (canonical IP).
     peer: (Ip, u16),
+    /// The member's SCI connection: whether its peer's socket is still there.
+    conn: Arc<Conn>,
     /// The TCP connection that arrived for it, until its socket takes it.
     #[pin]
     joined: Mutex<Option<Native>>,
 }
 
 impl Landing {
+    /// Whether a TCP connection from the peer's address and port is this member's: its
+    /// peer's socket is still there (only a live one can move onto TCP).
+    fn awaits(&self, peer: (Ip, u16)) -> bool {
+        self.peer == peer && !self.conn.peer_ended()
+    }
+
     /// Takes the TCP connection that arrived, if any.
     pub(crate) fn take(&self) -> Option<Native> {
         self.joined.lock().take()
@@ -83,10 +103,10 @@ pub(crate) struct JoinPoint {
     inner: Mutex<Inner>,
 }
 
-/// Whether a native connection comes from `peer`.
-fn comes_from(native: &Native, peer: (Ip, u16)) -> bool {
+/// Where a native connection comes from (canonical IP).
+fn source(native: &Native) -> (Ip, u16) {
     let (ip, port) = native.addrs().peer;
-    port == peer.1 && ip.canonical() == peer.0
+    (ip.canonical(), port)
 }
 
 impl JoinPoint {
@@ -111,11 +131,12 @@ impl JoinPoint {
         )
     }
 
-    /// Registers an SCI connection accepted here, from `peer`.
-    pub(crate) fn enter(&self, peer: (Ip, u16)) -> Result<Arc<Landing>> {
+    /// Registers `conn`, an SCI connection accepted here, from `peer`.
+    pub(crate) fn enter(&self, peer: (Ip, u16), conn: Arc<Conn>) -> Result<Arc<Landing>> {
         let landing = Arc::pin_init(
             pin_init!(Landing {
                 peer: (peer.0.canonical(), peer.1),
+                conn,
                 joined <- kernel::new_mutex!(None, "Landing::joined"),
             }),
             GFP_KERNEL,
@@ -134,6 +155,10 @@ impl JoinPoint {
     /// TCP, not having seen the close), the peer's TCP connection is dropped for a while
     /// instead of reaching `accept()`. Only then: a closed connection's port is free, and
     /// the peer may reuse it at once for a plain TCP connection.
+    ///
+    /// Without `lost`, a TCP connection the member held and never took is a program's
+    /// (see the module's doc) and goes to `accept()`; and the listener is woken when one
+    /// from the member's peer waits in its queue, hidden from `poll()` until now.
     pub(crate) fn leave(&self, landing: &Arc<Landing>, lost: bool) {
         let mut g = self.inner.lock();
         if let Some(m) = g
@@ -144,6 +169,23 @@ impl JoinPoint {
             *m = None;
         }
         if !lost {
+            let mut wake = false;
+            if let Some(native) = landing.take() {
+                Self::stash_locked(&mut g, native);
+                wake = true;
+            }
+            if let Some(listener) = g.listener {
+                let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
+                let n = listener.queued_peers(&mut peers);
+                wake |= n > peers.len()
+                    || peers
+                        .iter()
+                        .take(n)
+                        .any(|&(ip, port)| (ip.canonical(), port) == landing.peer);
+            }
+            if wake {
+                wake_sk(g.wake, Wake::Readable);
+            }
             return;
         }
         let now = now_ms();
@@ -165,12 +207,8 @@ impl JoinPoint {
     /// Hands `native` to the member it comes from; false (and `native` untouched) when
     /// it is nobody's join.
     fn deliver_locked(g: &Inner, native: Native) -> bool {
-        let Some(m) = g
-            .members
-            .iter()
-            .flatten()
-            .find(|m| comes_from(&native, m.peer))
-        else {
+        let from = source(&native);
+        let Some(m) = g.members.iter().flatten().find(|m| m.awaits(from)) else {
             if Self::left_lately(g, &native) {
                 // A closed member's peer moving onto TCP: it resets.
                 native.release();
@@ -190,10 +228,11 @@ impl JoinPoint {
     /// Whether `native` comes from the peer of a member that closed lately.
     fn left_lately(g: &Inner, native: &Native) -> bool {
         let now = now_ms();
+        let from = source(native);
         g.left
             .iter()
             .flatten()
-            .any(|&(peer, until)| until > now && comes_from(native, peer))
+            .any(|&(peer, until)| until > now && peer == from)
     }
 
     /// `accept()` took `native`: true when it was a join (handed to its member, or
@@ -216,7 +255,7 @@ impl JoinPoint {
         n > peers.len()
             || peers.iter().take(n).any(|&(ip, port)| {
                 let peer = (ip.canonical(), port);
-                !g.members.iter().flatten().any(|m| m.peer == peer)
+                !g.members.iter().flatten().any(|m| m.awaits(peer))
                     && !g
                         .left
                         .iter()
@@ -253,10 +292,7 @@ impl JoinPoint {
             if Self::deliver_locked(&g, native) {
                 continue;
             }
-            if g.stash.push(Some(native), GFP_KERNEL).is_err() {
-                // No memory to keep it: closed, as a listener's full queue drops it.
-                native.release();
-            }
+            Self::stash_locked(&mut g, native);
             stashed = true;
         }
         if stashed {
@@ -264,15 +300,19 @@ impl JoinPoint {
         }
     }
 
+    /// Keeps `native` for `accept()`; closed instead when the listener is gone or there
+    /// is no memory to keep it (as a listener's full queue drops a connection).
+    fn stash_locked(g: &mut Inner, native: Native) {
+        if g.listener.is_none() || g.stash.push(Some(native), GFP_KERNEL).is_err() {
+            native.release();
+        }
+    }
+
     /// A connection a member took turned out not to be its TCP connection (it did not
     /// start with the member's resume header): it goes to `accept()` after all.
     pub(crate) fn give_back(&self, native: Native) {
         let mut g = self.inner.lock();
-        if g.listener.is_none() || g.stash.push(Some(native), GFP_KERNEL).is_err() {
-            drop(g);
-            native.release();
-            return;
-        }
+        Self::stash_locked(&mut g, native);
         wake_sk(g.wake, Wake::Readable);
     }
 

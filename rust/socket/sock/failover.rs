@@ -96,7 +96,7 @@ fn now_ns() -> i64 {
 impl SciSock {
     /// An SCI connection accepted on `listener`'s join point: registered there, so that
     /// its TCP connection finds it if it ever fails over.
-    pub(super) fn enter_join_point(&self, listener: &SciSock, conn: &Conn) {
+    pub(super) fn enter_join_point(&self, listener: &SciSock, conn: &Arc<Conn>) {
         let Some(point) = listener.join.lock().clone() else {
             return;
         };
@@ -104,7 +104,7 @@ impl SciSock {
             return;
         };
         // Without a landing the connection cannot fail over; it still works.
-        if let Ok(landing) = point.enter(peer) {
+        if let Ok(landing) = point.enter(peer, conn.clone()) {
             self.failover.lock().origin = Some((point, landing));
         }
     }
