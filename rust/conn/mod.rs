@@ -14,13 +14,15 @@
 //! doorbell only when asked, and the doorbell wakes the socket.
 //!
 //! Small writes are gathered as TCP does (Nagle, `TCP_CORK`, `MSG_MORE`): see `nagle.rs`.
-//! `send` and `recv` themselves are in `transfer.rs`; this file holds the connection's
-//! state, setup, readiness and teardown.
+//! `send` and `recv` themselves are in `transfer.rs`, a lost fabric path in `moving.rs`;
+//! this file holds the connection's state, setup, readiness and teardown.
 
 pub(crate) mod addr;
+mod moving;
 mod nagle;
 mod transfer;
 
+pub(crate) use moving::Mover;
 pub(crate) use nagle::{Gathering, HeldSlots};
 
 use crate::conn::addr::Addr;
@@ -71,21 +73,6 @@ pub(crate) trait Caller {
     fn take_error(&self) -> c_int;
     /// Whether poll, select, epoll or `O_ASYNC` watches the socket.
     fn watched(&self) -> bool;
-}
-
-/// What a connection asks of its socket when the fabric path to the peer is lost while
-/// the connection is established: to move it onto TCP (`socket/sock/failover.rs`). The
-/// socket layer implements it; it holds no reference to the socket (that would keep the
-/// socket alive through its own connection): the connection names its owner (the token
-/// it wakes), which is live while the owner lock holds it. A connection never reaches
-/// the socket layer otherwise.
-pub(crate) trait Mover: Send + Sync {
-    /// Takes a reference on the owner `sk` (called under the owner lock: atomic context).
-    fn hold(&self, sk: usize);
-    /// Starts moving the connection of `sk`, whose reference [`Mover::hold`] took and
-    /// this call owns (process context). False when the socket will not (failover turned
-    /// off, no memory): the connection then resets, as one whose peer died does.
-    fn start(&self, sk: usize) -> bool;
 }
 
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on
@@ -359,196 +346,6 @@ impl Conn {
             self.seg.peer_done();
         }
         release
-    }
-
-    /// The peer's node went down (the fabric stopped hearing from it): an established
-    /// connection whose socket can move it goes on over TCP ([`Mover`]); any other is
-    /// reset as if the peer had aborted (`ECONNRESET`, then `EPIPE`), and a connect still
-    /// waiting for its answer falls back to TCP. Returns what [`Conn::doorbell`] returns.
-    ///
-    /// An established connection that has no mover yet (it waits in a listener's queue
-    /// for `accept()`) is marked moving too: its socket starts the move when it takes it
-    /// ([`Conn::set_mover`]).
-    #[must_use]
-    pub(crate) fn peer_lost(&self) -> bool {
-        self.lose_peer(true)
-    }
-
-    /// The peer's node said the peer end is gone (a `Close` frame: its connector gave up
-    /// before the answer arrived, or its end went away without its queues). Nothing
-    /// waits on the far side to take the connection over TCP, so it is reset as if the
-    /// peer had aborted, never moved. Returns what [`Conn::doorbell`] returns.
-    #[must_use]
-    pub(crate) fn peer_gone(&self) -> bool {
-        self.lose_peer(false)
-    }
-
-    /// [`Conn::peer_lost`] and [`Conn::peer_gone`]: with `may_move`, an established
-    /// connection with a live peer end moves onto TCP instead of being reset.
-    fn lose_peer(&self, may_move: bool) -> bool {
-        let mut g = self.inner.lock();
-        g.peer_lost = true;
-        g.peer_gone |= !may_move;
-        if g.phase == Phase::Connecting {
-            g.phase = Phase::Unanswered;
-        }
-        // A peer that closed its end already (both flags in this end's own memory) said
-        // all it will say: the connection ends as closed, what is in the ring is read.
-        let Inner { tx, rx, .. } = &mut *g;
-        let peer_done = match (tx.as_mut(), rx.as_mut()) {
-            (Some(tx), Some(rx)) => tx.peer().closed && rx.peer().closed,
-            _ => false,
-        };
-        if peer_done {
-            drop(g);
-            if may_move {
-                pr_info!(
-                    "connection to node {} (channel {}): its peer had closed; not moved\n",
-                    self.peer_node,
-                    self.id.slot
-                );
-            }
-            self.wake(Wake::State);
-            return self.doorbell();
-        }
-        let movable = may_move && g.phase == Phase::Established && !g.local.closed && !g.moving;
-        // Under `inner`, as `set_mover` reads `moving`: one of the two starts the move.
-        let mover = self.mover.lock().clone().filter(|_| movable);
-        if movable {
-            g.moving = true;
-            if mover.is_none() {
-                pr_info!(
-                    "connection to node {} (channel {}) lost its fabric path before accept()\n",
-                    self.peer_node,
-                    self.id.slot
-                );
-            }
-        } else if let Some(rx) = g.rx.as_mut() {
-            rx.latch_peer_abort();
-        }
-        drop(g);
-        if let Some(mover) = mover {
-            self.start_mover(&*mover);
-        }
-        self.wake(Wake::State);
-        self.doorbell()
-    }
-
-    /// Sets who moves the connection onto TCP when its fabric path is lost; if it was
-    /// lost already (while it waited for `accept()`), the move starts now.
-    pub(crate) fn set_mover(&self, mover: Option<Arc<dyn Mover>>) {
-        let g = self.inner.lock();
-        let start = mover.clone().filter(|_| g.moving);
-        let old = core::mem::replace(&mut *self.mover.lock(), mover);
-        drop(g);
-        drop(old);
-        if let Some(mover) = start {
-            self.start_mover(&*mover);
-        }
-    }
-
-    /// Asks `mover` to move this connection, holding its owner while it starts; with no
-    /// owner left (it closed) or no move, the connection resets.
-    fn start_mover(&self, mover: &dyn Mover) {
-        let sk = {
-            let owner = self.owner.lock();
-            if *owner != 0 {
-                mover.hold(*owner);
-            }
-            *owner
-        };
-        if sk == 0 || !mover.start(sk) {
-            self.stop_moving();
-        }
-    }
-
-    /// Whether the peer's socket is gone for good: it closed (its close stores its
-    /// reader's closed flag into this end's memory before its port is free for another
-    /// connection), or its node said so ([`Conn::peer_gone`]). A peer whose fabric path
-    /// was lost has not ended: it may still move onto TCP.
-    pub(crate) fn peer_ended(&self) -> bool {
-        let mut g = self.inner.lock();
-        g.peer_gone || g.tx.as_mut().is_some_and(|tx| tx.peer().closed)
-    }
-
-    /// Whether the fabric path to the peer was lost ([`Conn::peer_lost`]).
-    pub(crate) fn peer_was_lost(&self) -> bool {
-        let g = self.inner.lock();
-        g.peer_lost && !g.peer_gone
-    }
-
-    /// Whether someone moves the connection onto TCP when its fabric path is lost.
-    pub(crate) fn has_mover(&self) -> bool {
-        self.mover.lock().is_some()
-    }
-
-    /// Whether the connection is moving (or moved) onto TCP.
-    pub(crate) fn moving(&self) -> bool {
-        self.inner.lock().moving
-    }
-
-    /// The move failed (no TCP path to the peer in time, or its resume header was
-    /// refused): the connection resets, as one whose peer died.
-    pub(crate) fn stop_moving(&self) {
-        let mut g = self.inner.lock();
-        g.moving = false;
-        if let Some(rx) = g.rx.as_mut() {
-            rx.latch_peer_abort();
-        }
-        drop(g);
-        self.wake(Wake::State);
-        self.wake(Wake::Readable);
-        self.wake(Wake::Writable);
-    }
-
-    /// What this end tells the peer in its resume header: the two ends' ids and the
-    /// bytes it wrote into the peer's ring (held back by gathering or not). `None` when
-    /// the connection is not moving.
-    pub(crate) fn resume_header(&self) -> Option<ResumeHeader> {
-        let g = self.inner.lock();
-        let tx = g.tx.as_ref().filter(|_| g.moving)?;
-        Some(ResumeHeader {
-            from: self.id,
-            to: g.peer_id,
-            written: tx.written(),
-        })
-    }
-
-    /// Takes the peer's resume header: this end's ring is read up to where the peer
-    /// says it wrote, and the rest of the stream comes over TCP.
-    pub(crate) fn resume(&self, header: &ResumeHeader) -> Result {
-        let mut g = self.inner.lock();
-        let peer_id = g.peer_id;
-        let rx = g.rx.as_mut().ok_or(errno(bindings::ENOTCONN))?;
-        let end = header
-            .check(self.id, peer_id, rx.resume_view())
-            .map_err(proto_err)?;
-        rx.freeze(end).map_err(proto_err)?;
-        drop(g);
-        self.wake(Wake::Readable);
-        Ok(())
-    }
-
-    /// Whether the ring of a moved connection holds nothing more: what follows comes
-    /// over TCP.
-    pub(crate) fn drained(&self) -> bool {
-        let g = self.inner.lock();
-        g.rx.as_ref()
-            .is_some_and(|rx| rx.frozen() && rx.available() == 0)
-    }
-
-    /// Whether this end's ring has bytes to read (a moving connection's poll).
-    pub(crate) fn ring_readable(&self) -> bool {
-        let mut g = self.inner.lock();
-        g.rx.as_mut()
-            .is_some_and(|rx| rx.refresh().is_ok_and(|n| n > 0))
-    }
-
-    /// `shutdown(2)` calls made on this end (read, write), to make again on the TCP
-    /// connection that carries it on.
-    pub(crate) fn local_shutdown(&self) -> (bool, bool) {
-        let g = self.inner.lock();
-        (g.local.rcv_shut, g.local.snd_shut)
     }
 
     /// Sets (or, with 0, clears) the socket that this connection wakes.
