@@ -101,8 +101,8 @@ struct Inner {
     /// The fabric or the peer's node reset the connection ([`Conn::peer_lost`],
     /// [`Conn::peer_gone`]): the peer end said nothing of its own about the segment.
     peer_lost: bool,
-    /// Of those, the peer's node said the peer end is gone ([`Conn::peer_gone`]): its
-    /// end cannot move onto TCP.
+    /// Of those, the peer end is gone: its node said so ([`Conn::peer_gone`]), or it had
+    /// closed when the fabric path was lost. It does not move onto TCP.
     peer_gone: bool,
     /// The fabric path was lost and the socket moves the connection onto TCP: nothing
     /// more is written into the peer's ring; what is in this end's ring is still read.

@@ -65,6 +65,8 @@ impl Conn {
             _ => false,
         };
         if peer_done {
+            // It will not move either: nothing from its port is this connection's.
+            g.peer_gone = true;
             drop(g);
             if may_move {
                 pr_info!(
@@ -138,13 +140,17 @@ impl Conn {
         self.stop_moving();
     }
 
-    /// Whether the peer's socket is gone for good: it closed (its close stores its
-    /// reader's closed flag into this end's memory before its port is free for another
-    /// connection), or its node said so ([`Conn::peer_gone`]). A peer whose fabric path
-    /// was lost has not ended: it may still move onto TCP.
-    pub(crate) fn peer_ended(&self) -> bool {
+    /// Whether the peer end may still come over TCP, from its address and port: its
+    /// node did not report it gone ([`Conn::peer_gone`]), and either this end lost the
+    /// fabric path to it (a close the peer made during its move is the move's) or the
+    /// peer's socket is still open. A closed peer's port is free for another connection
+    /// at once; its close stores its reader's closed flag into this end's memory first.
+    pub(crate) fn peer_may_follow(&self) -> bool {
         let mut g = self.inner.lock();
-        g.peer_gone || g.tx.as_mut().is_some_and(|tx| tx.peer().closed)
+        if g.peer_gone {
+            return false;
+        }
+        g.peer_lost || !g.tx.as_mut().is_some_and(|tx| tx.peer().closed)
     }
 
     /// Whether the fabric path to the peer was lost ([`Conn::peer_lost`]).

@@ -12,7 +12,8 @@
 //! there) and is handed to it, never to `accept()`. Once the peer's socket is gone, its
 //! port is free at once (its native socket never connected: no `TIME_WAIT`), and a new
 //! connection from it is the program's: the peer's close stores its closed flag into the
-//! member's memory before the port is free, so a member whose peer ended takes nothing.
+//! member's memory before the port is free, so a member whose peer closed takes nothing
+//! (unless this end lost the fabric path too: the close may then be the move's).
 //! Either `accept()` finds a join first, or the connector kthread looks for it when a
 //! member fails over ([`JoinPoint::hunt`]); connections the kthread takes that are not
 //! joins wait here for `accept()`, in order.
@@ -45,10 +46,10 @@ pub(crate) struct Landing {
 }
 
 impl Landing {
-    /// Whether a TCP connection from the peer's address and port is this member's: its
-    /// peer's socket is still there (only a live one can move onto TCP).
+    /// Whether a TCP connection from the peer's address and port may be this member's
+    /// (see the module's doc).
     fn awaits(&self, peer: (Ip, u16)) -> bool {
-        self.peer == peer && !self.conn.peer_ended()
+        self.peer == peer && self.conn.peer_may_follow()
     }
 
     /// Takes the TCP connection that arrived, if any.
