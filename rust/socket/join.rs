@@ -110,6 +110,14 @@ fn source(native: &Native) -> (Ip, u16) {
     (ip.canonical(), port)
 }
 
+/// Whether a connection waiting in `listener`'s accept queue comes from a peer (canonical
+/// IP) for which `pick` holds; true too when more wait than are looked at.
+fn any_queued(listener: &Native, pick: impl Fn((Ip, u16)) -> bool) -> bool {
+    let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
+    let n = listener.queued_peers(&mut peers);
+    n > peers.len() || peers.iter().take(n).any(|&peer| pick(peer))
+}
+
 impl JoinPoint {
     /// The join point of the listening `native` socket, whose `AF_SCI` socket is `wake`
     /// and whose own callbacks are `saved`.
@@ -176,13 +184,7 @@ impl JoinPoint {
                 wake = true;
             }
             if let Some(listener) = g.listener {
-                let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
-                let n = listener.queued_peers(&mut peers);
-                wake |= n > peers.len()
-                    || peers
-                        .iter()
-                        .take(n)
-                        .any(|&(ip, port)| (ip.canonical(), port) == landing.peer);
+                wake |= any_queued(&listener, |peer| peer == landing.peer);
             }
             if wake {
                 wake_sk(g.wake, Wake::Readable);
@@ -210,7 +212,7 @@ impl JoinPoint {
     fn deliver_locked(g: &Inner, native: Native) -> bool {
         let from = source(&native);
         let Some(m) = g.members.iter().flatten().find(|m| m.awaits(from)) else {
-            if Self::left_lately(g, &native) {
+            if Self::left_lately(g, from, now_ms()) {
                 // A closed member's peer moving onto TCP: it resets.
                 native.release();
                 return true;
@@ -226,10 +228,8 @@ impl JoinPoint {
         true
     }
 
-    /// Whether `native` comes from the peer of a member that closed lately.
-    fn left_lately(g: &Inner, native: &Native) -> bool {
-        let now = now_ms();
-        let from = source(native);
+    /// Whether `from` is the peer of a member that closed lately (as of `now`, ms).
+    fn left_lately(g: &Inner, from: (Ip, u16), now: i64) -> bool {
         g.left
             .iter()
             .flatten()
@@ -251,18 +251,9 @@ impl JoinPoint {
         if g.members.iter().all(Option::is_none) && g.left.iter().flatten().all(|l| l.1 <= now) {
             return true;
         }
-        let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
-        let n = listener.queued_peers(&mut peers);
-        n > peers.len()
-            || peers.iter().take(n).any(|&(ip, port)| {
-                let peer = (ip.canonical(), port);
-                !g.members.iter().flatten().any(|m| m.awaits(peer))
-                    && !g
-                        .left
-                        .iter()
-                        .flatten()
-                        .any(|&(p, until)| p == peer && until > now)
-            })
+        any_queued(listener, |peer| {
+            !g.members.iter().flatten().any(|m| m.awaits(peer)) && !Self::left_lately(&g, peer, now)
+        })
     }
 
     /// The oldest connection the kthread took for `accept()`.
