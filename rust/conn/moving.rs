@@ -40,9 +40,10 @@ impl Conn {
     }
 
     /// The peer's node said the peer end is gone (a `Close` frame: its connector gave up
-    /// before the answer arrived, or its end went away without its queues). Nothing
-    /// waits on the far side to take the connection over TCP, so it is reset as if the
-    /// peer had aborted, never moved. Returns what [`Conn::doorbell`] returns.
+    /// before the answer arrived, or its end went away without its queues), or its node
+    /// went down with the region corrupted (no ring can vouch for its bytes). Nothing
+    /// is carried over TCP: the connection is reset as if the peer had aborted, never
+    /// moved. Returns what [`Conn::doorbell`] returns.
     #[must_use]
     pub(crate) fn peer_gone(&self) -> bool {
         self.lose_peer(false)

@@ -14,7 +14,7 @@ use super::connector::Connector;
 use super::listen_queue::ListenQueue;
 use crate::config::rules::Ip;
 use crate::conn::{Conn, HeldSlots, MAX_CONNS};
-use crate::fabric::{FabricEvents, NodeId};
+use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{ConnId, FRAME_SIZE};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -96,8 +96,8 @@ impl FabricEvents for Table {
         Table::doorbell(self, channel);
     }
 
-    fn node_down(&self, node: NodeId) {
-        Table::node_down(self, node);
+    fn node_down(&self, node: NodeId, loss: NodeLoss) {
+        Table::node_down(self, node, loss);
     }
 }
 
@@ -223,10 +223,12 @@ impl Table {
             _ => None,
         }
     }
-    /// The fabric reported `node` down: every connection to it is reset (its peer is
-    /// treated as having aborted; a connect still waiting for the node's answer falls
-    /// back to TCP), and closing slots waiting for it are freed at the next sweep.
-    pub(super) fn node_down(&self, node: NodeId) {
+    /// The fabric reported `node` down: every established connection to it moves onto
+    /// TCP, unless the region was corrupted (then, as every other connection, it is reset:
+    /// its peer is treated as having aborted); a connect still waiting for the node's
+    /// answer falls back to TCP, and closing slots waiting for it are freed at the next
+    /// sweep.
+    pub(super) fn node_down(&self, node: NodeId, loss: NodeLoss) {
         // Room for every slot up front: nothing is allocated under the spinlock.
         let mut lost = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
         {
@@ -242,9 +244,21 @@ impl Table {
         }
         // Outside the table's lock: resetting takes each connection's mutex.
         for conn in lost.iter() {
-            if conn.peer_lost() {
+            let kick = match loss {
+                NodeLoss::Lost => conn.peer_lost(),
+                NodeLoss::Corrupted => conn.peer_gone(),
+            };
+            if kick {
                 self.connector.kick();
             }
+        }
+        if loss == NodeLoss::Corrupted {
+            pr_info!(
+                "node {} down with its region corrupted: its {} connections reset, not moved\n",
+                node,
+                lost.len()
+            );
+            return;
         }
         pr_info!(
             "node {} down: {} of its connections moving onto TCP, of {}\n",

@@ -32,9 +32,23 @@ pub(crate) trait FabricEvents: Send + Sync {
     /// context: it must only wake.
     fn doorbell(&self, channel: u32);
     /// Node `node` went away (it stopped beating, left, or came back as a new
-    /// generation): every connection to it must fail now. Its mappings are already
+    /// generation): no connection to it may use the fabric any more; `loss` says
+    /// whether what its region holds can still be trusted. Its mappings are already
     /// revoked. Called in process context, may sleep.
-    fn node_down(&self, node: NodeId);
+    fn node_down(&self, node: NodeId, loss: NodeLoss);
+}
+
+/// How a node's fabric path ended, as far as the region shows.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum NodeLoss {
+    /// The path is gone (heartbeat timeout, the node left or came back, the link was
+    /// dropped) but every byte written into the region was written by the protocol: a
+    /// connection may carry on over TCP with what its ring holds.
+    Lost,
+    /// The region was written outside the protocol (the node's word no longer decodes,
+    /// its mailbox broke the rules): no ring can vouch for its bytes, so connections are
+    /// reset rather than moved with data nobody can check.
+    Corrupted,
 }
 
 /// A remote-memory interconnect.

@@ -10,7 +10,7 @@
 
 use super::loopback::Loopback;
 use super::memory::{with_kvec_iter, SegMem};
-use super::{Fabric, FabricEvents, NodeId};
+use super::{Fabric, FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::FRAME_SIZE;
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::ring::{RingGeometry, CREDIT_AREA_SIZE};
@@ -43,7 +43,7 @@ impl FabricEvents for Counters {
         self.doorbells.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn node_down(&self, _node: NodeId) {}
+    fn node_down(&self, _node: NodeId, _loss: NodeLoss) {}
 }
 
 fn pattern(stream: u8, off: usize) -> u8 {

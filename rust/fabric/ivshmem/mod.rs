@@ -46,7 +46,7 @@ pub(crate) mod region_selftest;
 use self::device::{DevSlot, IvshmemDev, IvshmemDriver, REG_DOORBELL};
 use self::heap::Heap;
 use super::memory::{Lease, SegMem, SegOwner};
-use super::{Fabric, FabricEvents, NodeId};
+use super::{Fabric, FabricEvents, NodeId, NodeLoss};
 use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
 use crate::proto::frame::{Frame, FRAME_SIZE};
 use crate::proto::liveness::{LivenessParams, PeerAction, PeerTracker, PeerView};
@@ -98,8 +98,12 @@ struct Peer {
     reachable: AtomicBool,
     /// Its doorbell id, and [`DOORBELL_ON`] if it takes interrupts.
     doorbell: AtomicU32,
-    /// It broke the mailbox protocol: the poller ends the link.
+    /// It broke the mailbox protocol (or the administrator dropped the link): the
+    /// poller ends the link.
     broken: AtomicBool,
+    /// Its mailbox no longer reads as the protocol wrote it: the region was written
+    /// outside the protocol, so its connections are reset, not moved ([`NodeLoss`]).
+    corrupt: AtomicBool,
     /// Guards this node's mappings of the peer's segments.
     #[pin]
     lease: SpinLock<Arc<Lease>>,
@@ -131,6 +135,7 @@ impl Peer {
                 reachable: AtomicBool::new(false),
                 doorbell: AtomicU32::new(0),
                 broken: AtomicBool::new(false),
+                corrupt: AtomicBool::new(false),
                 lease <- kernel::new_spinlock!(lease, "ivshmem::Peer::lease"),
                 bell_tx <- kernel::new_spinlock!(bell_tx, "ivshmem::Peer::bell_tx"),
                 bell_rx <- kernel::new_spinlock!(bell_rx, "ivshmem::Peer::bell_rx"),
@@ -248,6 +253,7 @@ impl Shared {
                 let _ = self.region.reset_inbound(self.me, peer.id);
                 peer.bell_rx.lock().reset();
                 peer.bell_tx.lock().reset();
+                peer.corrupt.store(false, Ordering::Release);
                 link.tx = self.region.mailbox_tx(self.me, peer.id).ok();
                 link.rx = self.region.mailbox_rx(self.me, peer.id).ok();
                 self.region
@@ -277,16 +283,25 @@ impl Shared {
             // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
             // in ms): tests measure how soon after it the connections failed.
             let silent_ms = now.saturating_sub(last_beat);
+            let loss = if peer.corrupt.swap(false, Ordering::AcqRel) || view.word.is_none() {
+                NodeLoss::Corrupted
+            } else {
+                NodeLoss::Lost
+            };
             pr_info!(
-                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago, {} ms of them watched; {}); resetting its connections\n",
+                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago, {} ms of them watched; {}); {}\n",
                 peer.id,
                 g,
                 last_beat,
                 silent_ms,
                 still_ms,
-                down_cause(&view, g, still_ms >= self.liveness.timeout_ms)
+                down_cause(&view, g, still_ms >= self.liveness.timeout_ms),
+                match loss {
+                    NodeLoss::Lost => "moving or resetting its connections",
+                    NodeLoss::Corrupted => "resetting its connections",
+                }
             );
-            self.events.node_down(peer.id);
+            self.events.node_down(peer.id, loss);
             // Only now may the peer relink: its old mappings and connections are gone.
             self.region.set_link(self.me, peer.id, LinkWord::NONE);
         }
@@ -314,6 +329,7 @@ impl Shared {
                     // A frame that does not decode is dropped; the slot is consumed.
                     Err(MailboxError::Frame(_)) => {}
                     Err(_) => {
+                        peer.corrupt.store(true, Ordering::Release);
                         peer.broken.store(true, Ordering::Release);
                         break;
                     }
@@ -337,6 +353,7 @@ impl Shared {
             Ok(_) => {}
             Err(MailboxError::Full) => return Err(EAGAIN),
             Err(_) => {
+                peer.corrupt.store(true, Ordering::Release);
                 peer.broken.store(true, Ordering::Release);
                 return Err(errno(bindings::EHOSTUNREACH));
             }

@@ -21,7 +21,7 @@
 use super::{Ivshmem, PAGE_SIZE};
 use crate::fabric::memory::SegMem;
 use crate::fabric::queue_selftest::{check, streams, STREAM_BYTES};
-use crate::fabric::{Fabric, FabricEvents, NodeId};
+use crate::fabric::{Fabric, FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{CloseReason, ConnId, Frame, FRAME_SIZE, FRAME_WORDS};
 use crate::sys::kthread::sleep_ms;
 use crate::sys::params::FabricParams;
@@ -81,7 +81,7 @@ impl FabricEvents for Seen {
         self.doorbells.fetch_add(1, Ordering::Release);
     }
 
-    fn node_down(&self, _node: NodeId) {
+    fn node_down(&self, _node: NodeId, _loss: NodeLoss) {
         self.node_downs.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -98,8 +98,8 @@ impl FabricEvents for SeenEvents {
         SEEN.doorbell(channel)
     }
 
-    fn node_down(&self, node: NodeId) {
-        SEEN.node_down(node)
+    fn node_down(&self, node: NodeId, loss: NodeLoss) {
+        SEEN.node_down(node, loss)
     }
 }
 
