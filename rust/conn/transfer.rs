@@ -274,7 +274,10 @@ impl Conn {
                 // for the move and reads the rest over TCP (`Conn::moving`).
                 return partial(copied, errno(bindings::ENOTCONN));
             }
-            let w = rx.peer();
+            // Flags first, then the ring once more (`peer_when_empty`).
+            let Some(w) = rx.peer_when_empty().map_err(proto_err)? else {
+                continue;
+            };
             let peer = Peer {
                 done_writing: w.done_writing,
                 abort: w.abort,

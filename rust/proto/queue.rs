@@ -796,6 +796,21 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         self.peer
     }
 
+    /// The peer writer's state for a reader that found the ring empty, or `None`
+    /// when bytes arrived meanwhile (read them first). The flags are loaded before
+    /// the cursor is looked at again: a writer publishes its last bytes before its
+    /// done flag, so the flag and then an empty ring is the true end of the stream,
+    /// where an empty ring seen before the flag may have missed the last bytes of a
+    /// writer that finished in between (`recv` returned end of stream with bytes in
+    /// the ring).
+    pub(crate) fn peer_when_empty(&mut self) -> Result<Option<PeerWriterState>, ProtocolError> {
+        let peer = self.peer();
+        if self.refresh()? > 0 {
+            return Ok(None);
+        }
+        Ok(Some(peer))
+    }
+
     /// Whether the stream is at its end: the peer is done writing and every
     /// byte it wrote was consumed. Refreshes.
     pub(crate) fn at_eof(&mut self) -> Result<bool, ProtocolError> {

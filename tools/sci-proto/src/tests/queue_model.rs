@@ -514,3 +514,35 @@ fn a_lost_doorbell_is_seen_as_due() {
     q.consumer.set_closed();
     assert!(q.producer.wake_due(), "the reader's close is due");
 }
+
+/// A writer that publishes its last bytes and its done flag between a reader's look at
+/// the empty ring and its look at the flags: the reader must read those bytes, not end
+/// the stream (the kernel's `recv` once returned end of stream here; a half-closed
+/// connection lost its whole request).
+#[test]
+fn done_flag_after_an_empty_look_is_not_the_end() {
+    let mut q = QueuePair::new(8, 3, 500, 64);
+    assert_eq!(
+        q.consumer.refresh().unwrap(),
+        0,
+        "the reader finds the ring empty"
+    );
+    let spans = q.producer.writable().unwrap().truncate(20);
+    q.rx_seg.copy_into_spans(spans, &stream(5, 0, 20));
+    q.producer.commit(20).unwrap();
+    q.producer.set_done_writing().unwrap();
+    assert!(q.consumer.peer().done_writing, "the flag is there");
+    assert_eq!(
+        q.consumer.peer_when_empty().unwrap(),
+        None,
+        "bytes came before the flag: read them first"
+    );
+    let s = q.consumer.readable().unwrap();
+    assert_eq!(q.rx_seg.copy_from_spans(s, 20), stream(5, 0, 20));
+    q.consumer.consume_and_update(20).unwrap();
+    let end = q.consumer.peer_when_empty().unwrap();
+    assert!(
+        end.is_some_and(|p| p.done_writing),
+        "now the stream ends: {end:?}"
+    );
+}
