@@ -274,9 +274,15 @@ impl Conn {
                 // for the move and reads the rest over TCP (`Conn::moving`).
                 return partial(copied, errno(bindings::ENOTCONN));
             }
-            // Flags first, then the ring once more (`peer_when_empty`).
-            let Some(w) = rx.peer_when_empty().map_err(proto_err)? else {
-                continue;
+            // Flags first, then the ring once more (`peer_when_empty`), when the ring
+            // looked empty; a zero-length read only looks at the flags.
+            let w = if copied < len {
+                match rx.peer_when_empty().map_err(proto_err)? {
+                    Some(w) => w,
+                    None => continue,
+                }
+            } else {
+                rx.peer()
             };
             let peer = Peer {
                 done_writing: w.done_writing,

@@ -42,6 +42,7 @@ static const struct test tests[] = {
 	{ "msg_peek", t_msg_peek, 0, false },
 	{ "msg_waitall", t_msg_waitall, 0, false },
 	{ "msg_dontwait", t_msg_dontwait, 0, false },
+	{ "recv_zero_len", t_recv_zero_len, 0, false },
 	{ "nonblock_recv_accept", t_nonblock_recv_accept, 0, false },
 	{ "so_rcvtimeo", t_so_rcvtimeo, 0, false },
 	{ "so_sndtimeo", t_so_sndtimeo, 0, false },

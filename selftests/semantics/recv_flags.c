@@ -97,6 +97,27 @@ void t_msg_dontwait(void)
 	close(s);
 }
 
+/*
+ * A zero-length read with bytes queued returns 0 at once and takes nothing (an
+ * AF_SCI recv once spun here: its ring was not empty, yet it copied nothing).
+ */
+void t_recv_zero_len(void)
+{
+	int c, s;
+	char buf[8];
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_EQ(send(c, "hi", 2, 0), 2);
+	wait_inq(s, 2);
+	EXPECT_EQ(recv(s, buf, 0, 0), 0);
+	EXPECT_EQ(recv(s, buf, 0, MSG_DONTWAIT), 0);
+	EXPECT_EQ(recv(s, buf, 0, MSG_WAITALL), 0);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 2);
+	CHECK(memcmp(buf, "hi", 2) == 0, "the bytes changed after zero-length reads");
+	close(c);
+	close(s);
+}
+
 void t_nonblock_recv_accept(void)
 {
 	uint16_t port = 0;
