@@ -143,6 +143,13 @@ impl Peer {
             GFP_KERNEL,
         )
     }
+
+    /// Its mailbox no longer reads as the protocol wrote it: the poller ends the link
+    /// and reports the region corrupted ([`NodeLoss::Corrupted`]).
+    fn mailbox_broke(&self) {
+        self.corrupt.store(true, Ordering::Release);
+        self.broken.store(true, Ordering::Release);
+    }
 }
 
 /// What the fabric calls, the poller thread and the interrupt thread share.
@@ -329,8 +336,7 @@ impl Shared {
                     // A frame that does not decode is dropped; the slot is consumed.
                     Err(MailboxError::Frame(_)) => {}
                     Err(_) => {
-                        peer.corrupt.store(true, Ordering::Release);
-                        peer.broken.store(true, Ordering::Release);
+                        peer.mailbox_broke();
                         break;
                     }
                 }
@@ -353,8 +359,7 @@ impl Shared {
             Ok(_) => {}
             Err(MailboxError::Full) => return Err(EAGAIN),
             Err(_) => {
-                peer.corrupt.store(true, Ordering::Release);
-                peer.broken.store(true, Ordering::Release);
+                peer.mailbox_broke();
                 return Err(errno(bindings::EHOSTUNREACH));
             }
         }
