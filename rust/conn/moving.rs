@@ -53,6 +53,11 @@ impl Conn {
     /// connection with a live peer end moves onto TCP instead of being reset.
     fn lose_peer(&self, may_move: bool) -> bool {
         let mut g = self.inner.lock();
+        if may_move && g.moving {
+            // Moving already (its peer moved first, or the link went twice): the move
+            // goes on; it is not a reset.
+            return false;
+        }
         g.peer_lost = true;
         g.peer_gone |= !may_move;
         if g.phase == Phase::Connecting {

@@ -160,6 +160,9 @@ impl Plane<'_> {
             self.free_conn(&conn);
             return self.reject(from, request, RejectReason::BacklogFull);
         }
+        if crate::sys::params::drop_answer_for_test() {
+            return;
+        }
         let _ = self.fabric.send_control(from, &accept);
     }
 }

@@ -443,8 +443,13 @@ impl SciSock {
             match native.accept_nonblock(arg) {
                 Err(e) if e == EAGAIN => {}
                 // A failed-over SCI connection's TCP connection is its socket's, never
-                // the program's (`socket/join.rs`).
-                Ok(n) if join.as_ref().is_some_and(|j| j.deliver(n)) => continue,
+                // the program's (`socket/join/`).
+                Ok(n) if join.as_ref().is_some_and(|j| j.deliver(n)) => {
+                    if let Some(j) = join.as_ref() {
+                        j.judge_if_due(&self.stack.plane);
+                    }
+                    continue;
+                }
                 r => return r.map(Accepted::Native),
             }
             own.wait(&mut timeo, || {
@@ -496,6 +501,7 @@ impl SciSock {
             // Failed-over connections' TCP connections are no news for `accept()`.
             if mask & EPOLLIN != 0 && !j.queue_has_others(&native) {
                 mask &= !(EPOLLIN | EPOLLRDNORM);
+                j.judge_if_due(&self.stack.plane);
             }
         }
         let queued = self

@@ -90,3 +90,10 @@ pub(crate) fn fabric_params() -> FabricParams {
         }
     }
 }
+
+/// Test only: whether the `test_drop_answers` module parameter asks to drop this connect
+/// answer (it counts down; `selftests/guest/sci_lost_answer.py`).
+pub(crate) fn drop_answer_for_test() -> bool {
+    // SAFETY: reads and decrements a module parameter atomically.
+    unsafe { bindings::sci_take_drop_answer() }
+}

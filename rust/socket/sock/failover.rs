@@ -9,7 +9,7 @@
 //! on every connect, `Documentation/af_sci.rst` "Failover"): the connecting end's native
 //! socket is bound to the connection's address and port and was never connected, so it
 //! connects to the listener's address; the accepting end finds that connection at its
-//! listener (`socket/join.rs`). The connecting end sends its resume header first
+//! listener (`socket/join/`). The connecting end sends its resume header first
 //! (`proto/resume.rs`: how far it wrote into the other's ring); the accepting end takes
 //! the TCP connection as the connection's only if it starts with that header (else it is
 //! a connection for `accept()`, such as a fallback connect from the same port whose SCI
@@ -259,6 +259,7 @@ impl SciSock {
     fn join_step(&self, own: &OwnSk, conn: &Conn, f: &mut Failover) -> Stage {
         if let Some((point, landing)) = f.origin.as_ref() {
             point.hunt();
+            point.judge_if_due(&self.stack.plane);
             let Some(joined) = landing.take() else {
                 return Stage::Joining;
             };

@@ -104,3 +104,23 @@ void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold)
 	*port = ivshmem_test_port;
 	*hold = ivshmem_test_hold;
 }
+
+/*
+ * Test only: the listener's node drops this many connect answers (accepts) instead of
+ * sending them, as a full mailbox or a peer that went away loses one on a real fabric
+ * (selftests/guest/sci_lost_answer.py). Root only.
+ */
+static int test_drop_answers;
+module_param(test_drop_answers, int, 0600);
+MODULE_PARM_DESC(test_drop_answers, "Test: drop this many connect answers instead of sending them (default 0)");
+
+bool sci_take_drop_answer(void)
+{
+	int v = READ_ONCE(test_drop_answers);
+
+	while (v > 0) {
+		if (try_cmpxchg(&test_drop_answers, &v, v - 1))
+			return true;
+	}
+	return false;
+}

@@ -26,5 +26,7 @@ int sci_node_id_param(void);			/* -1: from the device */
 unsigned int sci_ivshmem_nodes_param(void);	/* node table size when formatting */
 unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node down */
 void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
+/* "test_drop_answers": true (and one less) while connect answers are to be dropped. Test only. */
+bool sci_take_drop_answer(void);
 
 #endif /* AF_SCI_SYS_PARAMS_H */

@@ -19,17 +19,21 @@
 //! joins wait here for `accept()`, in order.
 //!
 //! One case cannot be told at once: a connect that gave up waiting for its SCI answer
-//! falls back to TCP from its port while the listener's end, answered, is a member here
-//! until the peer's node says the connect was abandoned (a `Close` frame, which may come
-//! after the TCP connection). The member holds such a connection; if it never moves, the
-//! connection goes to `accept()` when the member closes (a program closes the reset end
-//! it sees).
+//! (it timed out, or the answer was lost) falls back to TCP from its port while the
+//! listener's end, answered, is a member here. A member that holds a connection while it
+//! is not moving has it judged by its first bytes ([`judge`]): a resume header naming the
+//! member is its peer moving first (the member moves too), anything else shows the
+//! peer's end is gone (the member is reset, as TCP resets a connection whose peer's port
+//! opened a new one) and the connection goes to `accept()`.
+
+mod judge;
 
 use crate::config::rules::Ip;
 use crate::conn::Conn;
 use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
 use crate::sys::params::failover_ms;
 use crate::sys::wake::{wake_sk, Wake};
+use core::sync::atomic::{AtomicI64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
@@ -43,6 +47,8 @@ pub(crate) struct Landing {
     /// The TCP connection that arrived for it, until its socket takes it.
     #[pin]
     joined: Mutex<Option<Native>>,
+    /// When that connection arrived (ms), for [`judge`].
+    since_ms: AtomicI64,
 }
 
 impl Landing {
@@ -88,6 +94,11 @@ struct Inner {
     /// seen the close before its fabric path went, and move onto TCP; its TCP connection
     /// is dropped (the peer resets), never given to `accept()`.
     left: KVec<Option<((Ip, u16), i64)>>,
+    /// A member that is not moving got a connection (or one waits in the listener's
+    /// queue for such a member): it is to be judged ([`judge`]).
+    judge_due: bool,
+    /// The connector kthread is judging.
+    judging: bool,
 }
 
 /// How long a closed member's peer may still arrive (ms), beyond `failover_ms`.
@@ -112,7 +123,7 @@ fn source(native: &Native) -> (Ip, u16) {
 
 /// Whether a connection waiting in `listener`'s accept queue comes from a peer (canonical
 /// IP) for which `pick` holds; true too when more wait than are looked at.
-fn any_queued(listener: &Native, pick: impl Fn((Ip, u16)) -> bool) -> bool {
+fn any_queued(listener: &Native, mut pick: impl FnMut((Ip, u16)) -> bool) -> bool {
     let mut peers = [(Ip::V4([0; 4]), 0u16); QUEUED_PEERS_MAX];
     let n = listener.queued_peers(&mut peers);
     n > peers.len() || peers.iter().take(n).any(|&peer| pick(peer))
@@ -132,6 +143,8 @@ impl JoinPoint {
                         stash: KVec::new(),
                         members: KVec::new(),
                         left: KVec::new(),
+                        judge_due: false,
+                        judging: false,
                     },
                     "JoinPoint::inner"
                 ),
@@ -147,6 +160,7 @@ impl JoinPoint {
                 peer: (peer.0.canonical(), peer.1),
                 conn,
                 joined <- kernel::new_mutex!(None, "Landing::joined"),
+                since_ms: AtomicI64::new(0),
             }),
             GFP_KERNEL,
         )?;
@@ -208,8 +222,8 @@ impl JoinPoint {
     }
 
     /// Hands `native` to the member it comes from; false (and `native` untouched) when
-    /// it is nobody's join.
-    fn deliver_locked(g: &Inner, native: Native) -> bool {
+    /// it is nobody's join. One that reaches a member that is not moving is to be judged.
+    fn deliver_locked(g: &mut Inner, native: Native) -> bool {
         let from = source(&native);
         let Some(m) = g.members.iter().flatten().find(|m| m.awaits(from)) else {
             if Self::left_lately(g, from, now_ms()) {
@@ -220,7 +234,9 @@ impl JoinPoint {
             return false;
         };
         native.restore_callbacks(g.saved);
+        m.since_ms.store(now_ms(), Ordering::Relaxed);
         let old = m.joined.lock().replace(native);
+        g.judge_due |= !m.conn.moving();
         // A second connection from the same peer port cannot be a live one's join.
         if let Some(old) = old {
             old.release();
@@ -239,21 +255,29 @@ impl JoinPoint {
     /// `accept()` took `native`: true when it was a join (handed to its member, or
     /// dropped as a closed member's).
     pub(crate) fn deliver(&self, native: Native) -> bool {
-        Self::deliver_locked(&self.inner.lock(), native)
+        Self::deliver_locked(&mut self.inner.lock(), native)
     }
 
     /// Whether the listener's accept queue holds a connection for `accept()`, not only
     /// members' TCP connections: a listener must not poll readable for those, or a
     /// program would call `accept()` and find nothing (a blocking one would sleep).
+    ///
+    /// A member's connection hidden so is to be judged ([`judge`]): nothing else would
+    /// take it from the queue of a listener that does not poll readable.
     pub(crate) fn queue_has_others(&self, listener: &Native) -> bool {
-        let g = self.inner.lock();
+        let mut g = self.inner.lock();
         let now = now_ms();
         if g.members.iter().all(Option::is_none) && g.left.iter().flatten().all(|l| l.1 <= now) {
             return true;
         }
-        any_queued(listener, |peer| {
-            !g.members.iter().flatten().any(|m| m.awaits(peer)) && !Self::left_lately(&g, peer, now)
-        })
+        let mut hidden = false;
+        let others = any_queued(listener, |peer| {
+            let member = g.members.iter().flatten().any(|m| m.awaits(peer));
+            hidden |= member;
+            !member && !Self::left_lately(&g, peer, now)
+        });
+        g.judge_due |= hidden && !others;
+        others
     }
 
     /// The oldest connection the kthread took for `accept()`.
@@ -281,7 +305,7 @@ impl JoinPoint {
         };
         let mut stashed = false;
         while let Ok(native) = listener.accept_for_join() {
-            if Self::deliver_locked(&g, native) {
+            if Self::deliver_locked(&mut g, native) {
                 continue;
             }
             Self::stash_locked(&mut g, native);
