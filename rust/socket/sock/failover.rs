@@ -136,6 +136,16 @@ impl SciSock {
         self.failover.lock().stage
     }
 
+    /// The TCP state of a socket with the SCI connection `conn` (`TCP_INFO`, `SCI_INFO`):
+    /// once the connection moved, its TCP connection's (a FIN the peer sent after the
+    /// move is only there), as `poll` reports it.
+    pub(super) fn sci_tcp_state(&self, conn: &Conn) -> u32 {
+        match self.failover_stage() {
+            Some(Stage::Resumed) => u32::from(self.native().state()),
+            _ => conn.tcp_state(),
+        }
+    }
+
     /// The fabric path of this socket's SCI connection was lost (`conn::Mover`): starts
     /// the move, which `job` hands to the connector kthread. False when failover is off
     /// or cannot start (the connection then resets).

@@ -131,7 +131,7 @@ impl SciSock {
             if let (Some(conn), true) = (self.conn(), tcp_info && written >= 1) {
                 // The counters are the idle native socket's; the state is the
                 // connection's (`tcpi_state` is the first byte of `struct tcp_info`).
-                let state = conn.tcp_state() as u8;
+                let state = self.sci_tcp_state(&conn) as u8;
                 UserSlice::new(val as usize, 1)
                     .writer()
                     .write_slice(&[state])?;
@@ -182,7 +182,7 @@ impl SciSock {
             self.reason(sci).as_u32(),
             native.family() as u32,
             match self.conn() {
-                Some(conn) => conn.tcp_state(),
+                Some(conn) => self.sci_tcp_state(&conn),
                 None => u32::from(native.state()),
             },
         ];
