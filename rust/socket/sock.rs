@@ -444,13 +444,14 @@ impl SciSock {
                 Err(e) if e == EAGAIN => {}
                 // A failed-over SCI connection's TCP connection is its socket's, never
                 // the program's (`socket/join/`).
-                Ok(n) if join.as_ref().is_some_and(|j| j.deliver(n)) => {
-                    if let Some(j) = join.as_ref() {
+                Ok(n) => match join.as_ref() {
+                    Some(j) if j.deliver(n) => {
                         j.judge_if_due(&self.stack.plane);
+                        continue;
                     }
-                    continue;
-                }
-                r => return r.map(Accepted::Native),
+                    _ => return Ok(Accepted::Native(n)),
+                },
+                Err(e) => return Err(e),
             }
             own.wait(&mut timeo, || {
                 let mask = native.poll_mask(core::ptr::null_mut());

@@ -69,7 +69,7 @@ def mibs(reads, start, end):
     return round(n / (end - start) / (1 << 20), 1) if end > start else None
 
 
-def measure(host, port, out, drop, scictl):
+def measure(host, port, drop, scictl):
     s = socket.create_connection((host, port), timeout=MOVE_LIMIT_S)
     buf = bytearray(BLOCK)
     reads = []  # (time, bytes)
@@ -153,7 +153,7 @@ def main():
     host, port, out = sys.argv[2], int(sys.argv[3]), sys.argv[4]
     opts = dict(zip(sys.argv[5::2], sys.argv[6::2]))
     drop = int(opts["--drop"]) if "--drop" in opts else None
-    result = measure(host, port, out, drop, opts.get("--scictl", "scictl"))
+    result = measure(host, port, drop, opts.get("--scictl", "scictl"))
     with open(out, "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2)
         f.write("\n")

@@ -36,6 +36,8 @@ import sys
 import threading
 import time
 
+from sci_churn import recv_exact  # its bytes, short only at the end of the stream
+
 SOL_SCI, SCI_INFO = 300, 1
 MODES = {0: "native", 1: "sci"}
 REASONS = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
@@ -58,16 +60,6 @@ def expect(cond, what):
     global failed
     print(f"{'ok' if cond else 'FAIL'}: {what}", flush=True)
     failed |= not cond
-
-
-def recv_exact(s, n):
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            break
-        out += chunk
-    return out
 
 
 class Server:

@@ -127,11 +127,14 @@ impl JoinPoint {
                     pending = true;
                 }
             }
-            // A connection delivered while this pass ran is judged by the next one.
+            // A connection delivered while this pass ran is judged by the next one; when
+            // the thread stops, by the next job a poll or accept starts.
             pending |= core::mem::take(&mut g.judge_due);
-            g.judging = pending && !finish_now;
-            g.judge_due = pending && finish_now;
-            pending = g.judging;
+            if finish_now {
+                g.judge_due = pending;
+                pending = false;
+            }
+            g.judging = pending;
         }
         for (m, verdict) in decided {
             match verdict {
