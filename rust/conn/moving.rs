@@ -189,6 +189,32 @@ impl Conn {
         self.wake(Wake::Writable);
     }
 
+    /// This node's fabric memory is going away (its device is being removed): a moving
+    /// connection copies its segment (its ring, which the move still reads, and the
+    /// peer's flags) into kernel memory, under its lock, so no read of it is under way;
+    /// any other is left on the device, which it no longer reads (it was reset, or it
+    /// closed and waits for its slot). A copy that finds no memory resets the
+    /// connection. True when the connection is moving and was copied.
+    pub(crate) fn rehome_if_moving(&self) -> bool {
+        let g = self.inner.lock();
+        if !g.moving {
+            return false;
+        }
+        let copied = self.seg.rehome();
+        drop(g);
+        if let Err(e) = copied {
+            pr_info!(
+                "connection to node {} (channel {}): no memory to keep its ring ({:?}); reset\n",
+                self.peer_node,
+                self.id.slot,
+                e
+            );
+            self.stop_moving();
+            return false;
+        }
+        true
+    }
+
     /// What this end tells the peer in its resume header: the two ends' ids and the
     /// bytes it wrote into the peer's ring (held back by gathering or not). `None` when
     /// the connection is not moving.

@@ -99,6 +99,10 @@ impl FabricEvents for Table {
     fn node_down(&self, node: NodeId, loss: NodeLoss) {
         Table::node_down(self, node, loss);
     }
+
+    fn memory_going(&self) {
+        Table::memory_going(self);
+    }
 }
 
 impl Table {
@@ -229,19 +233,7 @@ impl Table {
     /// answer falls back to TCP, and closing slots waiting for it are freed at the next
     /// sweep.
     pub(super) fn node_down(&self, node: NodeId, loss: NodeLoss) {
-        // Room for every slot up front: nothing is allocated under the spinlock.
-        let mut lost = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
-        {
-            let g = self.conns.lock();
-            for conn in g.iter().filter_map(|(_, s)| match s {
-                Slot::Used(c) | Slot::Closing { conn: c, .. } => Some(c),
-                _ => None,
-            }) {
-                if conn.peer_node == node && lost.push(conn.clone(), GFP_ATOMIC).is_err() {
-                    break;
-                }
-            }
-        }
+        let lost = self.conns_where(|c| c.peer_node == node);
         // Outside the table's lock: resetting takes each connection's mutex.
         for conn in lost.iter() {
             let kick = match loss {
@@ -267,6 +259,35 @@ impl Table {
             lost.len()
         );
     }
+    /// The connections of used and closing slots that `keep` selects (taken under the
+    /// table's lock, to be worked on outside it).
+    fn conns_where(&self, keep: impl Fn(&Conn) -> bool) -> KVec<Arc<Conn>> {
+        // Room for every slot up front: nothing is allocated under the spinlock.
+        let mut out = KVec::with_capacity(MAX_CONNS, GFP_KERNEL).unwrap_or_default();
+        let g = self.conns.lock();
+        for conn in g.iter().filter_map(|(_, s)| match s {
+            Slot::Used(c) | Slot::Closing { conn: c, .. } => Some(c),
+            _ => None,
+        }) {
+            if keep(conn) && out.push(conn.clone(), GFP_ATOMIC).is_err() {
+                break;
+            }
+        }
+        out
+    }
+
+    /// This node's fabric memory is about to go: every connection moving onto TCP copies
+    /// what it still reads into kernel memory ([`Conn::rehome_if_moving`]).
+    pub(super) fn memory_going(&self) {
+        let all = self.conns_where(|_| true);
+        let moving = all.iter().filter(|c| c.rehome_if_moving()).count();
+        pr_info!(
+            "fabric memory going away: {} moving connections keep their rings in kernel memory, of {}\n",
+            moving,
+            all.len()
+        );
+    }
+
     /// Makes a reserved slot free again.
     pub(super) fn set_free(&self, slot: usize) {
         if let Some(entry) = self.conns.lock().as_mut_slice().get_mut(slot) {

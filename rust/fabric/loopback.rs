@@ -59,7 +59,7 @@ impl Fabric for Loopback {
 
     // Every segment is this node's, and so is every peer.
     fn create_segment(&self, channel: u32, len: usize, _peer: NodeId) -> Result<Arc<SegMem>> {
-        let seg = Arc::new(SegMem::alloc(len)?, GFP_KERNEL)?;
+        let seg = SegMem::alloc(len)?;
         let old = {
             let mut table = self.exports.lock();
             let slot = table

@@ -15,15 +15,21 @@
 //! and loads read 0, as posted writes to a dead node vanish on a real interconnect.
 //! So the memory of a peer that restarted can be handed to new segments without stale
 //! stores from this node landing in them.
+//!
+//! A device can also go away under its segments (the ivshmem device hot-unplugged): the
+//! fabric first *rehomes* the segments whose bytes are still needed ([`SegMem::rehome`]:
+//! copied into kernel memory, which every later access uses), then *retires* the mapping
+//! ([`DeviceMem::retire`]): every segment still on it behaves as one of a revoked lease,
+//! so nothing reads or writes the bus addresses once the device is gone.
 
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
 use crate::sys::bindings;
 use core::ffi::c_void;
 use core::ptr::NonNull;
-use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
 /// What a segment keeps alive and drops with it (for a segment of this node's heap: the
 /// allocation that returns its pages).
@@ -63,6 +69,8 @@ impl Lease {
 pub(crate) struct DeviceMem {
     ptr: NonNull<u8>,
     len: usize,
+    /// The device is gone ([`DeviceMem::retire`]): no segment on it touches it any more.
+    retired: AtomicBool,
 }
 
 // SAFETY: plain shared memory, valid from any thread while this lives.
@@ -87,7 +95,12 @@ impl DeviceMem {
         // SAFETY: `memremap` validates the range itself and returns NULL on failure.
         let p = unsafe { bindings::memremap(phys, len, bindings::MEMREMAP_WB.into()) };
         let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;
-        match Arc::new(Self { ptr, len }, GFP_KERNEL) {
+        let mem = Self {
+            ptr,
+            len,
+            retired: AtomicBool::new(false),
+        };
+        match Arc::new(mem, GFP_KERNEL) {
             Ok(mem) => Ok(mem),
             Err(e) => {
                 // SAFETY: mapped just above, not used by anyone.
@@ -100,6 +113,17 @@ impl DeviceMem {
     /// Bytes mapped.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The device is going away: from now on every segment on this mapping that was not
+    /// rehomed reads 0 and drops its stores, as through a revoked lease (the mapping
+    /// itself stays until its last user goes, never touched again).
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+
+    fn retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
     }
 }
 
@@ -116,38 +140,55 @@ enum Backing {
     Kernel { _buf: KVVec<u64> },
     /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
     Device {
-        _map: Arc<DeviceMem>,
+        map: Arc<DeviceMem>,
         owner: Option<Arc<dyn SegOwner>>,
     },
 }
 
 /// A segment's memory: `len` bytes at `ptr`, 8-byte aligned, valid while this lives.
+///
+/// `ptr` points into the backing, or, once the segment was rehomed, into `rehomed`; both
+/// stay valid until the segment is dropped (a rehomed buffer is never replaced).
+#[pin_data]
 pub(crate) struct SegMem {
-    ptr: NonNull<u8>,
+    ptr: AtomicPtr<u8>,
     len: usize,
     backing: Backing,
     /// For a mapping of a peer's segment: the peer's lease.
     lease: Option<Arc<Lease>>,
+    /// The kernel copy a device segment was moved into ([`SegMem::rehome`]).
+    #[pin]
+    rehomed: Mutex<Option<KVVec<u64>>>,
+    /// `ptr` points into `rehomed`.
+    is_rehomed: AtomicBool,
 }
 
-// SAFETY: the memory is plain shared memory, accessed with atomics or copies that the
-// protocol orders; it is valid from any thread while the `SegMem` lives.
-unsafe impl Send for SegMem {}
-// SAFETY: as above.
-unsafe impl Sync for SegMem {}
-
 impl SegMem {
+    fn new(
+        ptr: NonNull<u8>,
+        len: usize,
+        backing: Backing,
+        lease: Option<Arc<Lease>>,
+    ) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                ptr: AtomicPtr::new(ptr.as_ptr()),
+                len,
+                backing,
+                lease,
+                rehomed <- kernel::new_mutex!(None, "SegMem::rehomed"),
+                is_rehomed: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
     /// Allocates `len` zeroed bytes (rounded up to whole words) in kernel memory.
-    pub(crate) fn alloc(len: usize) -> Result<Self> {
+    pub(crate) fn alloc(len: usize) -> Result<Arc<Self>> {
         let words = len.div_ceil(8);
         let mut buf = KVVec::<u64>::from_elem(0, words, GFP_KERNEL)?;
         let ptr = NonNull::new(buf.as_mut_ptr().cast::<u8>()).ok_or(ENOMEM)?;
-        Ok(Self {
-            ptr,
-            len: words * 8,
-            backing: Backing::Kernel { _buf: buf },
-            lease: None,
-        })
+        Self::new(ptr, words * 8, Backing::Kernel { _buf: buf }, None)
     }
 
     /// The `len` bytes at offset `off` of the device mapping `map` (8-aligned), keeping
@@ -158,22 +199,49 @@ impl SegMem {
         len: usize,
         owner: Option<Arc<dyn SegOwner>>,
         lease: Option<Arc<Lease>>,
-    ) -> Result<Self> {
+    ) -> Result<Arc<Self>> {
         let end = off.checked_add(len).ok_or(EINVAL)?;
         if end > map.len || off % 8 != 0 {
             return Err(EINVAL);
         }
         // SAFETY: `off + len <= map.len`, inside the mapping.
         let p = unsafe { map.ptr.as_ptr().add(off) };
-        Ok(Self {
-            ptr: NonNull::new(p).ok_or(EINVAL)?,
-            len,
-            backing: Backing::Device {
-                _map: map.clone(),
-                owner,
-            },
-            lease,
-        })
+        let backing = Backing::Device {
+            map: map.clone(),
+            owner,
+        };
+        Self::new(NonNull::new(p).ok_or(EINVAL)?, len, backing, lease)
+    }
+
+    /// Moves a device segment's bytes into kernel memory, which every later access uses:
+    /// its device is going away and what the segment holds is still needed (a
+    /// connection's ring, read after the move onto TCP). The caller makes sure nobody
+    /// stores into it meanwhile (the peer let go of it, and the owner holds its lock).
+    /// Kernel memory and a segment already rehomed stay as they are; `ENOMEM` leaves
+    /// the segment on the device.
+    pub(crate) fn rehome(&self) -> Result {
+        if !matches!(self.backing, Backing::Device { .. })
+            || self.is_rehomed.load(Ordering::Acquire)
+        {
+            return Ok(());
+        }
+        let mut buf = KVVec::<u64>::from_elem(0, self.len.div_ceil(8), GFP_KERNEL)?;
+        let to = buf.as_mut_ptr().cast::<u8>();
+        let mut slot = self.rehomed.lock();
+        if slot.is_some() {
+            return Ok(());
+        }
+        if self.live() {
+            let from = self.ptr.load(Ordering::Acquire);
+            // SAFETY: `from` is valid for `len` bytes (the device mapping, live); `to`
+            // for at least as many (whole words); they do not overlap.
+            unsafe { core::ptr::copy_nonoverlapping(from.cast_const(), to, self.len) };
+        }
+        // The buffer's heap memory does not move when the vector moves into the slot.
+        *slot = Some(buf);
+        self.ptr.store(to, Ordering::Release);
+        self.is_rehomed.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Tells the owner that no peer will store into this segment any more (the
@@ -188,9 +256,25 @@ impl SegMem {
         }
     }
 
-    /// Whether accesses still reach the memory (the peer's lease, if any, holds).
+    /// Whether accesses still reach the memory: the peer's lease, if any, holds, and the
+    /// device is still there (or the segment was rehomed off it).
     fn live(&self) -> bool {
-        !self.revoked()
+        !self.revoked() && !self.retired()
+    }
+
+    /// Whether the segment is on a device that went away.
+    fn retired(&self) -> bool {
+        match &self.backing {
+            Backing::Device { map, .. } => {
+                map.retired() && !self.is_rehomed.load(Ordering::Acquire)
+            }
+            Backing::Kernel { .. } => false,
+        }
+    }
+
+    /// The memory every access goes to (see the type's doc).
+    fn base(&self) -> *mut u8 {
+        self.ptr.load(Ordering::Acquire)
     }
 
     /// Whether this is a mapping of a peer that the fabric declared down.
@@ -203,7 +287,7 @@ impl SegMem {
         if self.live() {
             // SAFETY: `len` bytes at `ptr` are ours while this lives; nobody else knows of
             // a segment before it is exported.
-            unsafe { core::ptr::write_bytes(self.ptr.as_ptr(), 0, self.len) };
+            unsafe { core::ptr::write_bytes(self.base(), 0, self.len) };
         }
     }
 
@@ -213,7 +297,7 @@ impl SegMem {
             return None;
         }
         // SAFETY: `off + width <= len`, inside the allocation.
-        Some(unsafe { self.ptr.as_ptr().add(off) })
+        Some(unsafe { self.base().add(off) })
     }
 
     fn span_ptr(&self, span: Span) -> Option<*mut u8> {
@@ -222,7 +306,7 @@ impl SegMem {
             return None;
         }
         // SAFETY: `off + len <= len`, inside the allocation.
-        Some(unsafe { self.ptr.as_ptr().add(span.off) })
+        Some(unsafe { self.base().add(span.off) })
     }
 
     /// Copies up to `span.len` bytes from `iter` into the segment; returns the count

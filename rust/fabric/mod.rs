@@ -36,6 +36,12 @@ pub(crate) trait FabricEvents: Send + Sync {
     /// whether what its region holds can still be trusted. Its mappings are already
     /// revoked. Called in process context, may sleep.
     fn node_down(&self, node: NodeId, loss: NodeLoss);
+    /// This node's own fabric memory is about to go away (its device is being removed),
+    /// after every peer was reported down: what connections still read from their
+    /// segments (the rings their moves onto TCP drain) must be copied into kernel memory
+    /// now ([`SegMem::rehome`]); once this returns, the rest reads as zeroes. Called in
+    /// process context, may sleep.
+    fn memory_going(&self);
 }
 
 /// How a node's fabric path ended, as far as the region shows.

@@ -44,6 +44,8 @@ impl FabricEvents for Counters {
     }
 
     fn node_down(&self, _node: NodeId, _loss: NodeLoss) {}
+
+    fn memory_going(&self) {}
 }
 
 fn pattern(stream: u8, off: usize) -> u8 {

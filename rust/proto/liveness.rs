@@ -303,3 +303,11 @@ pub(crate) fn holds_old_link(view: &PeerView, my_gen: u32, live: Liveness) -> bo
     let g = view.link_to_me.generation;
     g != 0 && g != my_gen && live != Liveness::Dead
 }
+
+/// Whether `view` shows a peer that still holds its link with this node's generation
+/// `my_gen` and may still be alive (`live` from a [`PeerTracker::watch`]): it may still
+/// store into this node's memory. A node whose memory goes away (its device is removed)
+/// waits until no peer does before it copies out what its connections still read.
+pub(crate) fn holds_link(view: &PeerView, my_gen: u32, live: Liveness) -> bool {
+    my_gen != 0 && view.link_to_me.generation == my_gen && live != Liveness::Dead
+}

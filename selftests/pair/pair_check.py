@@ -3,6 +3,7 @@ through the control directory, the patterns each guest writes into its own half 
 shared memory for the other to read back, and the AF_SCI setup of the guests (af_sci.ko
 on the ivshmem fabric, the node map, going on under sci-run, SCI_INFO, the dmesg check)."""
 
+import glob
 import json
 import os
 import random
@@ -33,6 +34,8 @@ A, B, C = "10.0.0.1", "10.0.0.2", "10.0.0.3"
 NODE = {"a": 0, "b": 1, "c": 2}
 # Guests in the run (vm-pair's SCI_PAIR_GUESTS): 2, or 3 with guest C.
 GUESTS = int(os.environ.get("SCI_PAIR_GUESTS", "2"))
+# The ivshmem device model of the run: doorbell or plain (vm-pair's SCI_PAIR_MODE).
+DEVICE = os.environ.get("SCI_PAIR_MODE", "doorbell")
 
 
 class Tap:
@@ -116,6 +119,65 @@ def ask_kill_b(freeze_ms=0):
     file once it read it: a request it read half-written was taken as a plain kill, and
     the write that followed failed (ENOENT; seen on the slow sanitizer kernel)."""
     write_whole("kill-b", f"freeze {freeze_ms}\n" if freeze_ms else "")
+
+
+def read_text(name, timeout=WAIT):
+    """Waits up to `timeout` s for $SCI_PAIR_CTL/name (written whole) and returns its text."""
+    path = f"{os.environ['SCI_PAIR_CTL']}/{name}"
+    end = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise TimeoutError(f"no {name} after {timeout} s")
+        time.sleep(0.05)
+    with open(path) as f:
+        return f.read().strip()
+
+
+IVSHMEM_PCI = ("0x1af4", "0x1110")
+
+
+def pci_ivshmem():
+    """This guest's ivshmem PCI devices (their sysfs directories)."""
+    found = []
+    for d in sorted(glob.glob("/sys/bus/pci/devices/*")):
+        try:
+            ids = tuple(open(f"{d}/{k}").read().strip() for k in ("vendor", "device"))
+        except OSError:
+            continue
+        if ids == IVSHMEM_PCI:
+            found.append(d)
+    return found
+
+
+def hotplug(what, role, timeout=240):
+    """Unplugs or plugs (`what`) guest `role`'s ivshmem device and waits until it is done:
+    (ok, what was said). With ivshmem-plain, QEMU does it (device_del / device_add through
+    vm-pair and QMP); with ivshmem-doorbell, which QEMU 7.2 cannot unplug under TCG (see
+    selftests/harness/vm-pair), this guest's own PCI core removes its device and finds it
+    again (/sys/bus/pci/devices/*/remove, /sys/bus/pci/rescan): the same driver remove
+    and probe, the device staying in QEMU."""
+    if DEVICE == "doorbell":
+        if role != os.environ.get("SCI_PAIR_ROLE"):
+            return False, f"a doorbell guest removes only its own device, not {role}'s"
+        if what == "unplug":
+            devs = pci_ivshmem()
+            for d in devs:
+                with open(f"{d}/remove", "w") as f:
+                    f.write("1")
+            return bool(devs) and not pci_ivshmem(), f"removed {devs} through the PCI core"
+        with open("/sys/bus/pci/rescan", "w") as f:
+            f.write("1")
+        end = time.monotonic() + timeout
+        while not pci_ivshmem() and time.monotonic() < end:
+            time.sleep(0.1)
+        return bool(pci_ivshmem()), f"PCI rescan found {pci_ivshmem()}"
+    try:
+        os.unlink(f"{os.environ['SCI_PAIR_CTL']}/{what}-{role}.done")
+    except FileNotFoundError:
+        pass
+    write_whole(f"{what}-{role}", "")
+    text = read_text(f"{what}-{role}.done", timeout)
+    return text == "ok", text
 
 
 def get(name, timeout=WAIT):

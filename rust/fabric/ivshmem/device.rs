@@ -14,16 +14,17 @@
 //!   `Doorbell` writes are ignored. The fabric polls instead.
 //!
 //! Probe maps both BARs and parks the device in the registration's [`DevSlot`], where
-//! the fabric picks it up; only the first device is used (a second one fails its probe
-//! with `EBUSY`). Remove frees the interrupt and the vectors while the device is still
-//! bound; the mappings go when their last user does.
+//! the fabric picks it up (at load, or at its next tick after a hot-plug); only one
+//! device is used at a time (another one fails its probe with `EBUSY`). Remove first
+//! lets the fabric leave the device's region ([`DevUser::removing`]: the device is still
+//! there while it runs), then frees the interrupt and the vectors while the device is
+//! still bound; the mappings go when their last user does.
 
-use super::Shared;
+use super::attachment::Attachment;
 use crate::fabric::memory::DeviceMem;
 use crate::sys::pci::{
     self, BusMaster, DeviceId, Enabled, IoMem, IrqVectors, Regions, ThreadedIrq,
 };
-use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
 
@@ -45,15 +46,14 @@ pub(super) struct IvshmemDev {
     pub(super) ivposition: u32,
     /// The fabric's interrupt handler, while it runs (freed before the vectors).
     #[pin]
-    irq: Mutex<Option<ThreadedIrq<Shared>>>,
+    irq: Mutex<Option<ThreadedIrq<Attachment>>>,
     /// The MSI-X vector (doorbell model only).
     #[pin]
     vectors: Mutex<Option<IrqVectors>>,
-    /// The device was removed under a running fabric.
-    detached: AtomicBool,
-    _master: Option<BusMaster>,
-    _regions: Regions,
-    _enabled: Enabled,
+    /// Bus mastering, the BARs' regions and the enabled device, given back in the
+    /// device's `remove` (in this order), whoever still holds this.
+    #[pin]
+    held: Mutex<Option<(Option<BusMaster>, Regions, Enabled)>>,
 }
 
 impl IvshmemDev {
@@ -63,7 +63,7 @@ impl IvshmemDev {
     }
 
     /// Registers `shared` as the handler of vector 0.
-    pub(super) fn request_irq(&self, shared: Arc<Shared>) -> Result {
+    pub(super) fn request_irq(&self, shared: Arc<Attachment>) -> Result {
         let vectors = self.vectors.lock();
         let v = vectors.as_ref().ok_or(ENODEV)?;
         let irq = ThreadedIrq::request(v, 0, kernel::c_str!("af_sci-ivshmem"), shared)?;
@@ -77,32 +77,43 @@ impl IvshmemDev {
         drop(irq);
     }
 
-    /// Whether the device was removed.
-    pub(super) fn detached(&self) -> bool {
-        self.detached.load(Ordering::Acquire)
-    }
-
-    /// The device is going away: interrupts off while it is still bound.
+    /// The device is going away: interrupts off and its resources given back while it is
+    /// still bound (the mappings stay until their last user, which no longer touches
+    /// them).
     fn detach(&self) {
-        self.detached.store(true, Ordering::Release);
         self.free_irq();
         let vectors = self.vectors.lock().take();
         drop(vectors);
+        let held = self.held.lock().take();
+        drop(held);
     }
 }
 
-/// Where probe parks the device for the fabric.
+/// What the fabric does when its device is removed.
+pub(super) trait DevUser: Send + Sync {
+    /// `dev` is being removed; it stays there until this returns (process context).
+    fn removing(&self, dev: &Arc<IvshmemDev>);
+}
+
+/// Where probe parks the device for the fabric, and who is told when it goes.
 #[pin_data]
 pub(super) struct DevSlot {
     #[pin]
     dev: SpinLock<Option<Arc<IvshmemDev>>>,
+    /// The fabric using the device (cleared before the fabric goes: the slot and the
+    /// fabric refer to each other while both live).
+    #[pin]
+    user: SpinLock<Option<Arc<dyn DevUser>>>,
 }
 
 impl DevSlot {
     /// An empty slot.
     pub(super) fn new() -> Result<Arc<Self>> {
         Arc::pin_init(
-            pin_init!(Self { dev <- kernel::new_spinlock!(None, "ivshmem::DevSlot") }),
+            pin_init!(Self {
+                dev <- kernel::new_spinlock!(None, "ivshmem::DevSlot::dev"),
+                user <- kernel::new_spinlock!(None, "ivshmem::DevSlot::user"),
+            }),
             GFP_KERNEL,
         )
     }
@@ -110,6 +121,12 @@ impl DevSlot {
     /// The bound device, if any.
     pub(super) fn get(&self) -> Option<Arc<IvshmemDev>> {
         self.dev.lock().clone()
+    }
+
+    /// Sets who is told when the device is removed.
+    pub(super) fn set_user(&self, user: Option<Arc<dyn DevUser>>) {
+        let old = core::mem::replace(&mut *self.user.lock(), user);
+        drop(old);
     }
 }
 
@@ -156,10 +173,7 @@ impl pci::Driver for IvshmemDriver {
                 ivposition,
                 irq <- kernel::new_mutex!(None, "IvshmemDev::irq"),
                 vectors <- kernel::new_mutex!(vectors, "IvshmemDev::vectors"),
-                detached: AtomicBool::new(false),
-                _master: master,
-                _regions: regions,
-                _enabled: enabled,
+                held <- kernel::new_mutex!(Some((master, regions, enabled)), "IvshmemDev::held"),
             }),
             GFP_KERNEL,
         )?;
@@ -186,6 +200,11 @@ impl pci::Driver for IvshmemDriver {
                 _ => None,
             }
         };
+        let user = slot.user.lock().clone();
+        if let (Some(user), Some(_)) = (user, &mine) {
+            pr_info!("ivshmem: the device in use is being removed\n");
+            user.removing(&data);
+        }
         data.detach();
         drop(mine);
     }

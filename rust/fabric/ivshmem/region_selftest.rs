@@ -84,6 +84,8 @@ impl FabricEvents for Seen {
     fn node_down(&self, _node: NodeId, _loss: NodeLoss) {
         self.node_downs.fetch_add(1, Ordering::Relaxed);
     }
+
+    fn memory_going(&self) {}
 }
 
 /// Delivers to [`SEEN`] (the fabric takes its events as an `Arc`).
@@ -101,6 +103,8 @@ impl FabricEvents for SeenEvents {
     fn node_down(&self, node: NodeId, loss: NodeLoss) {
         SEEN.node_down(node, loss)
     }
+
+    fn memory_going(&self) {}
 }
 
 /// What the test fabric delivered (one self-test runs at a time: at module load).
@@ -133,10 +137,9 @@ impl Ivshmem {
     /// Maps this node's own export of `channel` the way a peer does: through the
     /// directory in the region (a new mapping of the BAR, not the exported `Arc`).
     fn map_via_directory(&self, channel: u32) -> Result<Arc<SegMem>> {
-        let s = &self.shared;
+        let s = self.attached().ok_or(ENODEV)?;
         let (span, _) = s.region.lookup(s.me, channel).ok_or(ENOENT)?;
-        let seg = SegMem::device(&s.dev.mem, span.off, span.len, None, None)?;
-        Ok(Arc::new(seg, GFP_KERNEL)?)
+        SegMem::device(&s.dev.mem, span.off, span.len, None, None)
     }
 }
 
@@ -150,7 +153,7 @@ pub(crate) fn run(params: &FabricParams) -> Result {
             return Err(e);
         }
     };
-    let s = &fabric.shared;
+    let s = fabric.attached().ok_or(ENODEV)?;
     let me = s.me;
     let other = me.wrapping_add(1);
 

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use super::{claim_alone, TestSegment, XorShift};
 use crate::proto::liveness::{
-    holds_old_link, Liveness, LivenessParams, PeerAction, PeerTracker, PeerView,
+    holds_link, holds_old_link, Liveness, LivenessParams, PeerAction, PeerTracker, PeerView,
 };
 use crate::proto::region::{
     default_params, format, next_node_generation, LinkWord, NodeId, NodeState, NodeWord, Region,
@@ -437,6 +437,63 @@ fn clean_leave_is_reported_at_once() {
     s.start(2);
     s.rounds_until(20, |s| s.all_linked() && s.reachable(0, 2))
         .expect("rejoins");
+}
+
+/// Node `l` left (its device is going away) and watches with the trackers it had: which
+/// peers still hold their link with its generation.
+fn still_holding(s: &mut Sim, l: usize) -> Vec<usize> {
+    let now = s.now;
+    let gen = s.nodes[l].generation;
+    (0..s.nodes.len())
+        .filter(|&p| p != l)
+        .filter(|&p| {
+            let v = PeerView::read(&s.region, l as NodeId, p as NodeId);
+            let live = s.nodes[l].trackers[p].watch(now, &v, P);
+            holds_link(&v, gen, live)
+        })
+        .collect()
+}
+
+#[test]
+fn a_leaving_node_sees_live_peers_let_go_and_dead_ones_time_out() {
+    let mut s = Sim::new(4);
+    for i in 0..4 {
+        s.start(i);
+    }
+    s.rounds_until(20, |s| {
+        (0..3).all(|p| s.reachable(p, 3) && s.reachable(3, p))
+    })
+    .expect("all linked");
+    assert_eq!(
+        still_holding(&mut s, 3),
+        vec![0, 1, 2],
+        "linked peers hold the link"
+    );
+    // Node 1 dies, node 2 stalls, then node 3 leaves.
+    s.kill(1);
+    s.nodes[2].stalled = 3;
+    s.leave(3);
+    s.round();
+    // A live peer lets go at its next tick (after it went through its down: its
+    // connections moved, its mappings revoked).
+    assert_eq!(still_holding(&mut s, 3), vec![1, 2]);
+    assert_eq!(s.nodes[0].downs[3].len(), 1);
+    // The stalled one when it runs again.
+    s.rounds_until(4, |s| s.nodes[2].downs[3].len() == 1)
+        .expect("the stalled peer runs");
+    s.round();
+    assert_eq!(still_holding(&mut s, 3), vec![1]);
+    // The dead one never lets go: its heartbeat times out.
+    let mut rounds = 0;
+    while still_holding(&mut s, 3) == vec![1] {
+        s.round();
+        rounds += 1;
+        assert!(
+            rounds <= (P.timeout_ms / TICK_MS) as usize + 3,
+            "a dead peer holds forever"
+        );
+    }
+    assert!(still_holding(&mut s, 3).is_empty());
 }
 
 #[derive(Clone, Debug)]

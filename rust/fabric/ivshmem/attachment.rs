@@ -1,0 +1,677 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One ivshmem device joined to its region: the links with the other nodes, the poll and
+//! interrupt paths that deliver what arrives, and the leave when the device goes.
+//!
+//! An attachment lives from the join ([`Attachment::join`]) until the device is removed
+//! or the module unloads. When the device is hot-unplugged (QEMU's `device_del`, a PCIe
+//! surprise-removal on real hardware) its memory goes with it, and with it the receive
+//! rings of this node's connections with other nodes, which their moves onto TCP still
+//! read. [`Attachment::leave`] therefore runs while the device is still there:
+//!
+//! 1. this node's node word says "down" and its links end, as on unload; every peer sees
+//!    it at its next tick, moves its connections with this node onto TCP, revokes its
+//!    mappings and only then drops its link to this node: from then on it stores nothing
+//!    into this node's memory;
+//! 2. this node waits until every peer it was linked with dropped that link (or stopped
+//!    beating), at most the liveness timeout and three ticks;
+//! 3. it reports every such peer down ([`FabricEvents::node_down`]): with
+//!    [`NodeLoss::Lost`] if the peer let go (its connections move onto TCP), with
+//!    [`NodeLoss::Corrupted`] if it did not (a live peer that may still write into the
+//!    rings: no copy could vouch for their bytes, so they reset);
+//! 4. the layer above copies the rings it still reads into kernel memory
+//!    ([`FabricEvents::memory_going`], [`SegMem::rehome`]);
+//! 5. the mapping is retired ([`crate::fabric::memory::DeviceMem::retire`]): nothing
+//!    touches the device's addresses again.
+
+use super::device::{IvshmemDev, REG_DOORBELL};
+use super::heap::Heap;
+use super::node;
+use super::{now_ms, TICK_MS};
+use crate::fabric::memory::{Lease, SegMem, SegOwner};
+use crate::fabric::{FabricEvents, NodeId, NodeLoss};
+use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
+use crate::proto::frame::{Frame, FRAME_SIZE};
+use crate::proto::liveness::{holds_link, LivenessParams, PeerAction, PeerTracker, PeerView};
+use crate::proto::mailbox::{MailboxError, MailboxRx, MailboxTx};
+use crate::proto::region::{DirEntry, LinkWord, NodeState, NodeWord, Region, PAGE_SIZE};
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use crate::sys::kthread;
+use crate::sys::pci::{IoMem, IrqHandler};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex, SpinLock};
+
+/// Observations a heartbeat must stand still for, besides the timeout.
+pub(super) const MIN_STILL_TICKS: u32 = 3;
+/// `Doorbell` vector this backend uses (it allocates one).
+const VECTOR: u32 = 0;
+/// Peer doorbell word: the peer takes interrupts.
+const DOORBELL_ON: u32 = 1 << 16;
+/// How often a leaving node looks whether its peers let go.
+const LEAVE_STEP_MS: u32 = 10;
+
+type RegionSeg = Arc<SegMem>;
+type Tx = MailboxTx<RegionSeg, RegionSeg>;
+type Rx = MailboxRx<RegionSeg, RegionSeg>;
+type BellTx = DoorbellTx<RegionSeg, KVec<u32>>;
+type BellRx = DoorbellRx<RegionSeg, KVec<u32>>;
+
+/// The link with one peer: liveness, and the mailboxes while linked.
+struct Link {
+    tracker: PeerTracker,
+    tx: Option<Tx>,
+    rx: Option<Rx>,
+}
+
+/// One node of the region as this node sees it.
+#[pin_data]
+pub(super) struct Peer {
+    id: NodeId,
+    #[pin]
+    link: Mutex<Link>,
+    /// Linked both ways (frames, doorbells and mappings may flow).
+    reachable: AtomicBool,
+    /// Its doorbell id, and [`DOORBELL_ON`] if it takes interrupts.
+    doorbell: AtomicU32,
+    /// It broke the mailbox protocol (or the administrator dropped the link): the
+    /// poller ends the link.
+    broken: AtomicBool,
+    /// Its mailbox no longer reads as the protocol wrote it: the region was written
+    /// outside the protocol, so its connections are reset, not moved ([`NodeLoss`]).
+    corrupt: AtomicBool,
+    /// Guards this node's mappings of the peer's segments.
+    #[pin]
+    lease: SpinLock<Arc<Lease>>,
+    /// Doorbells to the peer: this node's block in the peer's area.
+    #[pin]
+    bell_tx: SpinLock<BellTx>,
+    /// Doorbells from the peer: its block in this node's area.
+    #[pin]
+    bell_rx: SpinLock<BellRx>,
+}
+
+impl Peer {
+    fn new(region: &Region<RegionSeg>, me: NodeId, id: NodeId) -> Result<Arc<Self>> {
+        let lease = Lease::new()?;
+        let words = region.layout().bells().words();
+        let bell_tx = region
+            .doorbell_tx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
+            .map_err(|_| EINVAL)?;
+        let bell_rx = region
+            .doorbell_rx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
+            .map_err(|_| EINVAL)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                id,
+                link <- kernel::new_mutex!(
+                    Link { tracker: PeerTracker::new(), tx: None, rx: None },
+                    "ivshmem::Peer::link"
+                ),
+                reachable: AtomicBool::new(false),
+                doorbell: AtomicU32::new(0),
+                broken: AtomicBool::new(false),
+                corrupt: AtomicBool::new(false),
+                lease <- kernel::new_spinlock!(lease, "ivshmem::Peer::lease"),
+                bell_tx <- kernel::new_spinlock!(bell_tx, "ivshmem::Peer::bell_tx"),
+                bell_rx <- kernel::new_spinlock!(bell_rx, "ivshmem::Peer::bell_rx"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Its mailbox no longer reads as the protocol wrote it: the poller ends the link
+    /// and reports the region corrupted ([`NodeLoss::Corrupted`]).
+    fn mailbox_broke(&self) {
+        self.corrupt.store(true, Ordering::Release);
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// Nothing flows any more: no new mapping, frame or doorbell, and the mappings made
+    /// are revoked (before the connections are told).
+    fn cut(&self, link: &mut Link) {
+        self.reachable.store(false, Ordering::Release);
+        link.tx = None;
+        link.rx = None;
+        let fresh = Lease::new();
+        let mut lease = self.lease.lock();
+        lease.revoke();
+        if let Ok(fresh) = fresh {
+            *lease = fresh;
+        }
+    }
+
+    /// Ends the link from this side, which is leaving the region (the poller no longer
+    /// runs for it).
+    fn unlink(&self, me: NodeId, region: &Region<RegionSeg>, my_gen: u32) {
+        let mut link = self.link.lock();
+        let view = PeerView::read(region, me, self.id);
+        let _ = link.tracker.unlink(&view, my_gen);
+        self.cut(&mut link);
+    }
+}
+
+/// One device joined to its region: what the fabric calls, the poller thread and the
+/// interrupt thread share while the device is there.
+#[pin_data]
+pub(super) struct Attachment {
+    pub(super) region: Region<RegionSeg>,
+    /// BAR0: the `Doorbell` register.
+    regs: Arc<IoMem>,
+    pub(super) dev: Arc<IvshmemDev>,
+    pub(super) me: NodeId,
+    /// This node's generation in the region (new for every attachment).
+    pub(super) generation: u32,
+    /// This node's word (its doorbell capability and id).
+    word: NodeWord,
+    /// This device can send and take interrupts.
+    pub(super) interrupts: bool,
+    liveness: LivenessParams,
+    events: Arc<dyn FabricEvents>,
+    peers: KVec<Arc<Peer>>,
+    pub(super) heap: Arc<Heap>,
+    beat: AtomicU64,
+    /// This node's own word was changed under it (reported once).
+    word_changed: AtomicBool,
+    /// The device is being removed ([`Attachment::leave`]): no tick, no delivery, no
+    /// doorbell.
+    leaving: AtomicBool,
+    /// Held by a poll of the poller thread (the leave waits for a running one).
+    #[pin]
+    polling: Mutex<()>,
+    /// Interrupts taken, polls done, frames and doorbells delivered (for the self-test
+    /// and the logs).
+    pub(super) irqs: AtomicU64,
+    polls: AtomicU64,
+    frames: AtomicU64,
+    doorbells: AtomicU64,
+}
+
+impl Attachment {
+    /// Joins the region of `dev` as node `me` (the device's id on the ivshmem server is
+    /// its doorbell id) and starts taking its interrupts.
+    pub(super) fn join(
+        dev: &Arc<IvshmemDev>,
+        me: NodeId,
+        nodes: u32,
+        liveness: LivenessParams,
+        events: Arc<dyn FabricEvents>,
+        channels: usize,
+    ) -> Result<Arc<Self>> {
+        let interrupts = dev.has_interrupts();
+        let word = NodeWord {
+            state: NodeState::Up,
+            doorbell: interrupts,
+            doorbell_id: u16::try_from(dev.ivposition).unwrap_or(0),
+            generation: 0,
+        };
+        let whole = SegMem::device(&dev.mem, 0, dev.mem.len(), None, None)?;
+        let joined = node::join(&whole, me, word, nodes, liveness)?;
+        let word = NodeWord {
+            generation: joined.generation,
+            ..word
+        };
+        let region = joined.region.clone();
+        let attached = Self::new(dev, joined.region, me, word, liveness, events, channels)
+            .inspect_err(|_| node::leave(&region, me, word))?;
+        if interrupts {
+            if let Err(e) = dev.request_irq(attached.clone()) {
+                // Polling still delivers (every tick); say so.
+                pr_warn!(
+                    "ivshmem: no interrupt ({:?}); polling every {} ms\n",
+                    e,
+                    TICK_MS
+                );
+            }
+        }
+        Ok(attached)
+    }
+
+    fn new(
+        dev: &Arc<IvshmemDev>,
+        region: Region<RegionSeg>,
+        me: NodeId,
+        word: NodeWord,
+        liveness: LivenessParams,
+        events: Arc<dyn FabricEvents>,
+        channels: usize,
+    ) -> Result<Arc<Self>> {
+        let layout = *region.layout();
+        let interrupts = word.doorbell;
+        let mut peers = KVec::with_capacity(layout.nodes(), GFP_KERNEL)?;
+        for n in 0..layout.nodes() {
+            peers.push(Peer::new(&region, me, n as NodeId)?, GFP_KERNEL)?;
+        }
+        // This node's own mailbox (the self-test sends through it).
+        if let Some(me_peer) = peers.as_slice().get(usize::from(me)) {
+            let mut link = me_peer.link.lock();
+            link.tx = region.mailbox_tx(me, me).ok();
+            link.rx = region.mailbox_rx(me, me).ok();
+            me_peer.doorbell.store(
+                u32::from(word.doorbell_id) | if interrupts { DOORBELL_ON } else { 0 },
+                Ordering::Release,
+            );
+        }
+        let heap = Heap::new(layout.heap_pages(), channels.min(layout.channels()))?;
+        Arc::pin_init(
+            pin_init!(Self {
+                region,
+                regs: dev.regs.clone(),
+                dev: dev.clone(),
+                me,
+                generation: word.generation,
+                word,
+                interrupts,
+                liveness,
+                events,
+                peers,
+                heap,
+                beat: AtomicU64::new(0),
+                word_changed: AtomicBool::new(false),
+                leaving: AtomicBool::new(false),
+                polling <- kernel::new_mutex!((), "ivshmem::Attachment::polling"),
+                irqs: AtomicU64::new(0),
+                polls: AtomicU64::new(0),
+                frames: AtomicU64::new(0),
+                doorbells: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    pub(super) fn peer(&self, node: NodeId) -> Option<&Arc<Peer>> {
+        self.peers.as_slice().get(usize::from(node))
+    }
+
+    /// Whether `node` is linked both ways (frames, doorbells and mappings may flow).
+    pub(super) fn reaches(&self, node: NodeId) -> bool {
+        self.peer(node)
+            .is_some_and(|p| p.reachable.load(Ordering::Acquire))
+    }
+
+    /// Rings `peer`'s interrupt, if it takes them and this device can send them.
+    fn ring(&self, peer: &Peer) {
+        let d = peer.doorbell.load(Ordering::Acquire);
+        if self.interrupts && d & DOORBELL_ON != 0 && !self.leaving.load(Ordering::Acquire) {
+            self.regs
+                .write32(REG_DOORBELL, ((d & 0xffff) << 16) | VECTOR);
+        }
+    }
+
+    /// One liveness tick: heartbeat, then a look at every peer.
+    fn tick(&self, now: u64) {
+        let beat = self.beat.fetch_add(1, Ordering::Relaxed) + 1;
+        self.region.set_heartbeat(self.me, beat);
+        if self.region.node_word(self.me) != Some(self.word)
+            && !self.word_changed.swap(true, Ordering::Relaxed)
+        {
+            // Someone else wrote this node's word: the fabric manager (the ivshmem
+            // server) marking it down because it took this guest for gone, or a peer
+            // writing garbage. Peers no longer link with it; reloading the module rejoins.
+            pr_info!(
+                "ivshmem: node {} found its node word changed by another party (marked down by the ivshmem server, or overwritten); peers will not link with it until af_sci is loaded again\n",
+                self.me
+            );
+        }
+        for peer in self.peers.iter() {
+            if peer.id != self.me {
+                self.tick_peer(peer, now);
+            }
+        }
+    }
+
+    fn tick_peer(&self, peer: &Peer, now: u64) {
+        let view = PeerView::read(&self.region, self.me, peer.id);
+        if let Some(w) = view.word {
+            let on = if w.doorbell { DOORBELL_ON } else { 0 };
+            peer.doorbell
+                .store(u32::from(w.doorbell_id) | on, Ordering::Release);
+        }
+        let was_reachable = peer.reachable.load(Ordering::Acquire);
+        let mut link = peer.link.lock();
+        let mut action = link
+            .tracker
+            .observe(now, &view, self.generation, self.liveness);
+        if action == PeerAction::None && peer.broken.swap(false, Ordering::AcqRel) {
+            if let Some(g) = link.tracker.unlink(&view, self.generation) {
+                action = PeerAction::Down(g);
+            }
+        }
+        let (last_beat, still_ms) = (link.tracker.last_beat_ms(), link.tracker.still_ms());
+        let down = match action {
+            PeerAction::None => None,
+            PeerAction::Down(g) => {
+                peer.cut(&mut link);
+                Some(g)
+            }
+            PeerAction::Link(g) => {
+                // What the peer writes here starts afresh, before the link is published;
+                // so does what this node writes there (the peer resets it on its side).
+                let _ = self.region.reset_inbound(self.me, peer.id);
+                peer.bell_rx.lock().reset();
+                peer.bell_tx.lock().reset();
+                peer.corrupt.store(false, Ordering::Release);
+                link.tx = self.region.mailbox_tx(self.me, peer.id).ok();
+                link.rx = self.region.mailbox_rx(self.me, peer.id).ok();
+                self.region
+                    .set_link(self.me, peer.id, link.tracker.link_word());
+                pr_info!(
+                    "ivshmem: node {} linked with node {} (generation {})\n",
+                    self.me,
+                    peer.id,
+                    g
+                );
+                None
+            }
+        };
+        peer.reachable
+            .store(link.tracker.reachable(), Ordering::Release);
+        drop(link);
+        if let (Some(g), false) = (down, was_reachable) {
+            // Never linked both ways: nothing of the peer's was used. Usually a link the
+            // peer did not return in time, remade at the next tick.
+            pr_info!(
+                "ivshmem: link with node {} (generation {}) dropped before it was returned\n",
+                peer.id,
+                g
+            );
+            self.region.set_link(self.me, peer.id, LinkWord::NONE);
+        } else if let Some(g) = down {
+            // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
+            // in ms): tests measure how soon after it the connections failed.
+            let silent_ms = now.saturating_sub(last_beat);
+            let loss = if peer.corrupt.swap(false, Ordering::AcqRel) || view.word.is_none() {
+                NodeLoss::Corrupted
+            } else {
+                NodeLoss::Lost
+            };
+            pr_info!(
+                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago, {} ms of them watched; {}); {}\n",
+                peer.id,
+                g,
+                last_beat,
+                silent_ms,
+                still_ms,
+                down_cause(&view, g, still_ms >= self.liveness.timeout_ms),
+                match loss {
+                    NodeLoss::Lost => "moving or resetting its connections",
+                    NodeLoss::Corrupted => "resetting its connections",
+                }
+            );
+            self.events.node_down(peer.id, loss);
+            // Only now may the peer relink: its old mappings and connections are gone.
+            self.region.set_link(self.me, peer.id, LinkWord::NONE);
+        }
+    }
+
+    /// Delivers what arrived: frames from every linked mailbox, rung channels from
+    /// every linked peer's doorbell block.
+    fn drain(&self) {
+        for peer in self.peers.iter() {
+            if peer.id != self.me && !peer.reachable.load(Ordering::Acquire) {
+                continue;
+            }
+            let mut link = peer.link.lock();
+            let Some(rx) = link.rx.as_mut() else {
+                continue;
+            };
+            let slots = self.region.layout().mailbox().slots();
+            for _ in 0..slots {
+                match rx.poll() {
+                    Ok(Some(frame)) => {
+                        self.frames.fetch_add(1, Ordering::Relaxed);
+                        self.events.control(peer.id, frame.encode_bytes());
+                    }
+                    Ok(None) => break,
+                    // A frame that does not decode is dropped; the slot is consumed.
+                    Err(MailboxError::Frame(_)) => {}
+                    Err(_) => {
+                        peer.mailbox_broke();
+                        break;
+                    }
+                }
+            }
+            drop(link);
+            peer.bell_rx.lock().take(|ch| {
+                self.doorbells.fetch_add(1, Ordering::Relaxed);
+                self.events.doorbell(ch);
+            });
+        }
+    }
+
+    /// Sends `frame` to `peer` through the region (also to this node itself: the
+    /// self-test's path).
+    pub(super) fn send_frame(&self, peer: &Peer, frame: &[u8; FRAME_SIZE]) -> Result {
+        let frame = Frame::decode_bytes(frame).map_err(|_| EINVAL)?;
+        let mut link = peer.link.lock();
+        let tx = link.tx.as_mut().ok_or(errno(bindings::EHOSTUNREACH))?;
+        match tx.send(&frame) {
+            Ok(_) => {}
+            Err(MailboxError::Full) => return Err(EAGAIN),
+            Err(_) => {
+                peer.mailbox_broke();
+                return Err(errno(bindings::EHOSTUNREACH));
+            }
+        }
+        drop(link);
+        self.ring(peer);
+        Ok(())
+    }
+
+    /// Rings `peer`'s `channel` through the region (also for this node itself: the
+    /// self-test's path).
+    pub(super) fn ring_channel(&self, peer: &Peer, channel: u32) {
+        if peer.bell_tx.lock().ring(channel) {
+            self.ring(peer);
+        }
+    }
+}
+
+/// Why the link with a peer's generation `g` ended, as its last view shows (for the
+/// log); `timed_out`: its heartbeat stood still for the timeout.
+fn down_cause(view: &PeerView, g: u32, timed_out: bool) -> &'static str {
+    use crate::proto::region::NodeState;
+    match view.word {
+        None => "its node word is unreadable",
+        Some(w) if w.generation != g && w.state == NodeState::Up => {
+            "it came back as a new generation"
+        }
+        Some(w) if w.generation != g => "it is rejoining",
+        Some(w) => match w.state {
+            NodeState::Up if timed_out => "heartbeat timeout",
+            // Alive, but it dropped or remade its link: usually it counted this node down.
+            NodeState::Up => "it ended the link",
+            NodeState::Down => "it left or was marked down",
+            NodeState::Joining => "it is rejoining",
+            NodeState::Absent => "its entry was cleared",
+        },
+    }
+}
+
+impl Attachment {
+    /// One pass of the poller thread at `now` (ms): a liveness tick when `next_tick` is
+    /// due, then whatever arrived. Nothing once the attachment is leaving.
+    pub(super) fn poll(&self, now: u64, next_tick: &mut u64) {
+        let _polling = self.polling.lock();
+        if self.leaving.load(Ordering::Acquire) {
+            return;
+        }
+        if now >= *next_tick {
+            let late = now.saturating_sub(*next_tick);
+            if *next_tick != 0 && late >= self.liveness.timeout_ms / 2 {
+                // Peers may count this node down (its heartbeat stood still): say
+                // why, on this side (a vCPU or host stall, not the fabric).
+                pr_info!(
+                    "ivshmem: node {} heartbeat {} ms late (the poller did not run); peers time out after {} ms\n",
+                    self.me,
+                    late,
+                    self.liveness.timeout_ms
+                );
+            }
+            self.tick(now);
+            *next_tick = now.saturating_add(TICK_MS);
+        }
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        self.drain();
+    }
+
+    /// A segment of `len` bytes from this node's heap, with its directory entry for
+    /// `channel`, or `None` if the heap is full.
+    pub(super) fn heap_segment(
+        &self,
+        channel: u32,
+        len: usize,
+    ) -> Result<Option<(Arc<SegMem>, DirEntry)>> {
+        let pages = len.div_ceil(PAGE_SIZE).max(1);
+        let Some(alloc) = self.heap.alloc(pages) else {
+            return Ok(None);
+        };
+        let span = self
+            .region
+            .heap_span(self.me, alloc.page, alloc.pages)
+            .ok_or(EINVAL)?;
+        let entry = DirEntry {
+            page: u32::try_from(alloc.page).map_err(|_| EINVAL)?,
+            pages: u32::try_from(alloc.pages).map_err(|_| EINVAL)?,
+            generation: self.heap.next_export_gen(channel as usize),
+        };
+        let owner: Arc<dyn SegOwner> = Arc::new(alloc, GFP_KERNEL)?;
+        let seg = SegMem::device(&self.dev.mem, span.off, span.len, Some(owner), None)?;
+        seg.zero();
+        Ok(Some((seg, entry)))
+    }
+
+    /// Maps the segment `node` exported under `channel`, under the peer's lease.
+    pub(super) fn map_segment(&self, node: NodeId, channel: u32) -> Result<Arc<SegMem>> {
+        let peer = self.peer(node).ok_or(errno(bindings::EHOSTUNREACH))?;
+        if !peer.reachable.load(Ordering::Acquire) {
+            return Err(errno(bindings::EHOSTUNREACH));
+        }
+        let lease = peer.lease.lock().clone();
+        let (span, _) = self.region.lookup(node, channel).ok_or(ENOENT)?;
+        SegMem::device(&self.dev.mem, span.off, span.len, None, Some(lease))
+    }
+
+    /// Drops the link with `node` as if it had failed (the administrator's request).
+    pub(super) fn drop_link(&self, node: NodeId) -> Result {
+        let peer = self
+            .peer(node)
+            .filter(|p| p.id != self.me)
+            .ok_or(errno(bindings::ENOTCONN))?;
+        if !peer.reachable.load(Ordering::Acquire) {
+            return Err(errno(bindings::ENOTCONN));
+        }
+        pr_info!(
+            "ivshmem: dropping the link with node {} (administrator's request)\n",
+            node
+        );
+        // The poller unlinks it at its next tick, as a link whose peer broke the rules.
+        peer.broken.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Leaves the region for good, without waiting for anyone (the module unloads: no
+    /// connection is left).
+    pub(super) fn quit(&self) {
+        self.leaving.store(true, Ordering::Release);
+        self.dev.free_irq();
+        drop(self.polling.lock());
+        node::leave(&self.region, self.me, self.word);
+        self.log_left("left");
+    }
+
+    /// The device is being removed and is still there until this returns: leave so that
+    /// no byte a connection still needs goes with it (see the module doc). Process
+    /// context; takes up to the liveness timeout.
+    pub(super) fn leave(&self) {
+        self.leaving.store(true, Ordering::Release);
+        self.dev.free_irq();
+        // A poll that runs finishes; later ones see `leaving`.
+        drop(self.polling.lock());
+        let mut linked = KVec::with_capacity(self.peers.len(), GFP_KERNEL).unwrap_or_default();
+        for peer in self.peers.iter().filter(|p| p.id != self.me) {
+            if peer.reachable.load(Ordering::Acquire)
+                && linked.push(peer.clone(), GFP_KERNEL).is_err()
+            {
+                // No memory to track it: it resets below like a peer that did not let go.
+                pr_warn!(
+                    "ivshmem: node {} leaving: cannot track node {}\n",
+                    self.me,
+                    peer.id
+                );
+            }
+        }
+        node::leave(&self.region, self.me, self.word);
+        let start = now_ms();
+        let until = start
+            .saturating_add(self.liveness.timeout_ms)
+            .saturating_add(3 * TICK_MS);
+        let mut holding = KVec::from_elem(true, linked.len(), GFP_KERNEL).unwrap_or_default();
+        loop {
+            let now = now_ms();
+            let mut any = false;
+            for (peer, held) in linked.iter().zip(holding.iter_mut()) {
+                if *held {
+                    let view = PeerView::read(&self.region, self.me, peer.id);
+                    let live = peer.link.lock().tracker.watch(now, &view, self.liveness);
+                    *held = holds_link(&view, self.generation, live);
+                }
+                any |= *held;
+            }
+            if !any || now >= until {
+                break;
+            }
+            kthread::sleep_ms(LEAVE_STEP_MS);
+        }
+        let waited = now_ms().saturating_sub(start);
+        for (i, peer) in linked.iter().enumerate() {
+            let let_go =
+                holding.get(i).is_some_and(|h| !*h) && !peer.corrupt.load(Ordering::Acquire);
+            peer.unlink(self.me, &self.region, self.generation);
+            let loss = if let_go {
+                NodeLoss::Lost
+            } else {
+                NodeLoss::Corrupted
+            };
+            pr_info!(
+                "ivshmem: node {} leaving (device removed): node {} {} after {} ms; {}\n",
+                self.me,
+                peer.id,
+                if let_go { "let go" } else { "did not let go" },
+                waited,
+                match loss {
+                    NodeLoss::Lost => "moving or resetting its connections",
+                    NodeLoss::Corrupted => "resetting its connections",
+                }
+            );
+            self.events.node_down(peer.id, loss);
+        }
+        // What the moves still read goes into kernel memory, then nothing touches the
+        // device's memory again.
+        self.events.memory_going();
+        self.dev.mem.retire();
+        self.log_left("left (device removed)");
+    }
+
+    fn log_left(&self, how: &str) {
+        pr_info!(
+            "ivshmem: node {} {} (polls {}, interrupts {}, frames {}, doorbells {})\n",
+            self.me,
+            how,
+            self.polls.load(Ordering::Relaxed),
+            self.irqs.load(Ordering::Relaxed),
+            self.frames.load(Ordering::Relaxed),
+            self.doorbells.load(Ordering::Relaxed)
+        );
+    }
+}
+
+impl IrqHandler for Attachment {
+    fn handle(&self) {
+        self.irqs.fetch_add(1, Ordering::Relaxed);
+        if !self.leaving.load(Ordering::Acquire) {
+            self.drain();
+        }
+    }
+}
