@@ -408,6 +408,14 @@ impl Native {
         unsafe { bindings::sci_tcp_inherit_nodelay(self.sk(), listener.sk()) }
     }
 
+    /// Takes the options set on `old`, the TCP socket this one replaces under a
+    /// connection that moved onto it (timeouts, linger, keepalive, buffer sizes set by
+    /// hand, `TCP_NODELAY`, ...: `sci_tcp_inherit_options`).
+    pub(crate) fn inherit_options(&self, old: &Native) {
+        // SAFETY: both sockets are live; process context (the helper locks `self`).
+        unsafe { bindings::sci_tcp_inherit_options(self.sk(), old.sk()) }
+    }
+
     /// Copies the allocation context a kernel user (NBD) set on the owner.
     pub(crate) fn copy_alloc_flags_from(&self, owner: *mut bindings::sock) {
         // SAFETY: both sockets are live for the call.

@@ -311,7 +311,8 @@ impl SciSock {
     /// release, as a racing call may still hold it.
     fn adopt_joined(&self, own: &OwnSk, joined: Native) {
         let old = self.native();
-        joined.inherit_nodelay(&old);
+        // Every option set on the accepted socket was set on its native socket too.
+        joined.inherit_options(&old);
         old.detach(&self.hooks);
         self.install(own, joined, None);
         let prev = self.retired.swap(old.as_ptr(), Ordering::AcqRel);

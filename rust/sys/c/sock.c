@@ -42,6 +42,44 @@ void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
 		tcp_sock_set_nodelay(to);
 }
 
+void sci_tcp_inherit_options(struct sock *to, const struct sock *from)
+{
+	const struct tcp_sock *ft = tcp_sk(from);
+	u32 locks = READ_ONCE(from->sk_userlocks);
+
+	if (to->sk_protocol != IPPROTO_TCP || from->sk_protocol != IPPROTO_TCP)
+		return;
+	sci_tcp_inherit_nodelay(to, from);
+	lock_sock(to);
+	WRITE_ONCE(to->sk_rcvtimeo, READ_ONCE(from->sk_rcvtimeo));
+	WRITE_ONCE(to->sk_sndtimeo, READ_ONCE(from->sk_sndtimeo));
+	WRITE_ONCE(to->sk_rcvlowat, READ_ONCE(from->sk_rcvlowat));
+	WRITE_ONCE(to->sk_priority, READ_ONCE(from->sk_priority));
+	WRITE_ONCE(to->sk_mark, READ_ONCE(from->sk_mark));
+	WRITE_ONCE(to->sk_lingertime, READ_ONCE(from->sk_lingertime));
+	sock_valbool_flag(to, SOCK_LINGER, sock_flag(from, SOCK_LINGER));
+	sock_valbool_flag(to, SOCK_URGINLINE, sock_flag(from, SOCK_URGINLINE));
+	if (locks & SOCK_SNDBUF_LOCK) {
+		WRITE_ONCE(to->sk_sndbuf, READ_ONCE(from->sk_sndbuf));
+		to->sk_userlocks |= SOCK_SNDBUF_LOCK;
+	}
+	if (locks & SOCK_RCVBUF_LOCK) {
+		WRITE_ONCE(to->sk_rcvbuf, READ_ONCE(from->sk_rcvbuf));
+		to->sk_userlocks |= SOCK_RCVBUF_LOCK;
+	}
+	WRITE_ONCE(tcp_sk(to)->keepalive_time, READ_ONCE(ft->keepalive_time));
+	WRITE_ONCE(tcp_sk(to)->keepalive_intvl, READ_ONCE(ft->keepalive_intvl));
+	WRITE_ONCE(tcp_sk(to)->keepalive_probes, READ_ONCE(ft->keepalive_probes));
+	WRITE_ONCE(inet_csk(to)->icsk_user_timeout, READ_ONCE(inet_csk(from)->icsk_user_timeout));
+	if (sock_flag(from, SOCK_KEEPOPEN) != sock_flag(to, SOCK_KEEPOPEN)) {
+		/* As sk_setsockopt(SO_KEEPALIVE): arms or stops the timer. */
+		if (to->sk_prot->keepalive)
+			to->sk_prot->keepalive(to, sock_flag(from, SOCK_KEEPOPEN));
+		sock_valbool_flag(to, SOCK_KEEPOPEN, sock_flag(from, SOCK_KEEPOPEN));
+	}
+	release_sock(to);
+}
+
 static struct proto sci_proto = {
 	.name		= "AF_SCI",
 	.owner		= THIS_MODULE,

@@ -35,6 +35,14 @@ bool sci_linger_zero(const struct sock *sk);
 #define SCI_NAGLE_CORK	2
 unsigned int sci_tcp_nagle(const struct sock *sk);
 void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from);
+/*
+ * What setsockopt() set on the TCP sock @from that governs the calls on a connection
+ * (SO_RCVTIMEO, SO_SNDTIMEO, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE,
+ * SO_PRIORITY, SO_MARK, SO_SNDBUF/SO_RCVBUF set by hand; TCP_NODELAY, TCP_KEEPIDLE,
+ * TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT), given to the TCP sock @to: a connection
+ * that moves onto another TCP sock keeps its options.
+ */
+void sci_tcp_inherit_options(struct sock *to, const struct sock *from);
 
 /* Static inlines and macros of net/sock.h. */
 void sci_lock_sock(struct sock *sk);
