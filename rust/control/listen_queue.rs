@@ -55,6 +55,16 @@ impl ListenQueue {
         conn
     }
 
+    /// A waiting connection for which `pick` holds, left in the queue (`pick` runs under
+    /// the queue's spinlock: it must not sleep or take a connection's lock).
+    pub(crate) fn find(&self, pick: impl Fn(&Conn) -> bool) -> Option<Arc<Conn>> {
+        let g = self.inner.lock();
+        (0..g.len)
+            .filter_map(|i| g.ring.as_slice()[(g.head + i) % ACCEPT_BACKLOG].as_ref())
+            .find(|c| pick(c))
+            .cloned()
+    }
+
     /// Whether a connection is waiting.
     pub(crate) fn is_empty(&self) -> bool {
         self.inner.lock().len == 0

@@ -388,7 +388,8 @@ impl SciSock {
             let plane = &self.stack.plane;
             if let Some(addr) = self.listen_addr(own, &native) {
                 let queue = ListenQueue::new(addr, own.wake_token())?;
-                let join = JoinPoint::new(native, own.wake_token(), self.hooks.saved())?;
+                let join =
+                    JoinPoint::new(native, own.wake_token(), self.hooks.saved(), queue.clone())?;
                 if plane.listen(queue.clone()).is_ok() {
                     *self.listen_queue.lock() = Some(queue);
                     *self.join.lock() = Some(join);

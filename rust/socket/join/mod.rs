@@ -9,7 +9,10 @@
 //! SCI connection accepted on a listener is a *member* of the listener's join point; a
 //! TCP connection that comes from a member's peer address and port is that member's (the
 //! peer's socket holds that port while it is open, so no other connection can come from
-//! there) and is handed to it, never to `accept()`. Once the peer's socket is gone, its
+//! there) and is handed to it, never to `accept()`. An SCI connection still waiting in the
+//! listener's queue for `accept()` becomes a member as soon as a TCP connection from its
+//! peer arrives (its peer may move before the program accepts it), and its socket finds
+//! that landing when `accept()` takes it. Once the peer's socket is gone, its
 //! port is free at once (its native socket never connected: no `TIME_WAIT`), and a new
 //! connection from it is the program's: the peer's close stores its closed flag into the
 //! member's memory before the port is free, so a member whose peer closed takes nothing
@@ -30,6 +33,7 @@ mod judge;
 
 use crate::config::rules::Ip;
 use crate::conn::Conn;
+use crate::control::ListenQueue;
 use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
 use crate::sys::params::failover_ms;
 use crate::sys::wake::{wake_sk, Wake};
@@ -113,6 +117,8 @@ fn now_ms() -> i64 {
 pub(crate) struct JoinPoint {
     #[pin]
     inner: Mutex<Inner>,
+    /// The listener's SCI connections waiting for `accept()`.
+    queue: Arc<ListenQueue>,
 }
 
 /// Where a native connection comes from (canonical IP).
@@ -130,9 +136,14 @@ fn any_queued(listener: &Native, mut pick: impl FnMut((Ip, u16)) -> bool) -> boo
 }
 
 impl JoinPoint {
-    /// The join point of the listening `native` socket, whose `AF_SCI` socket is `wake`
-    /// and whose own callbacks are `saved`.
-    pub(crate) fn new(listener: Native, wake: usize, saved: SavedCallbacks) -> Result<Arc<Self>> {
+    /// The join point of the listening `native` socket, whose `AF_SCI` socket is `wake`,
+    /// whose own callbacks are `saved` and whose SCI connections wait in `queue`.
+    pub(crate) fn new(
+        listener: Native,
+        wake: usize,
+        saved: SavedCallbacks,
+        queue: Arc<ListenQueue>,
+    ) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(Self {
                 inner <- kernel::new_mutex!(
@@ -148,13 +159,28 @@ impl JoinPoint {
                     },
                     "JoinPoint::inner"
                 ),
+                queue,
             }),
             GFP_KERNEL,
         )
     }
 
-    /// Registers `conn`, an SCI connection accepted here, from `peer`.
+    /// Registers `conn`, an SCI connection accepted here, from `peer` (or finds it
+    /// registered already: a TCP connection from its peer arrived while it waited for
+    /// `accept()`).
     pub(crate) fn enter(&self, peer: (Ip, u16), conn: Arc<Conn>) -> Result<Arc<Landing>> {
+        Self::enter_locked(&mut self.inner.lock(), peer, conn)
+    }
+
+    fn enter_locked(g: &mut Inner, peer: (Ip, u16), conn: Arc<Conn>) -> Result<Arc<Landing>> {
+        if let Some(m) = g
+            .members
+            .iter()
+            .flatten()
+            .find(|m| Arc::ptr_eq(&m.conn, &conn))
+        {
+            return Ok(m.clone());
+        }
         let landing = Arc::pin_init(
             pin_init!(Landing {
                 peer: (peer.0.canonical(), peer.1),
@@ -164,7 +190,6 @@ impl JoinPoint {
             }),
             GFP_KERNEL,
         )?;
-        let mut g = self.inner.lock();
         if let Some(hole) = g.members.iter_mut().find(|m| m.is_none()) {
             *hole = Some(landing.clone());
         } else {
@@ -221,11 +246,13 @@ impl JoinPoint {
         }
     }
 
-    /// Hands `native` to the member it comes from; false (and `native` untouched) when
-    /// it is nobody's join. One that reaches a member that is not moving is to be judged.
-    fn deliver_locked(g: &mut Inner, native: Native) -> bool {
+    /// Hands `native` to the member it comes from (one still waiting for `accept()`
+    /// becomes a member now); false (and `native` untouched) when it is nobody's join.
+    /// One that reaches a member that is not moving is to be judged.
+    fn deliver_locked(&self, g: &mut Inner, native: Native) -> bool {
         let from = source(&native);
-        let Some(m) = g.members.iter().flatten().find(|m| m.awaits(from)) else {
+        let member = g.members.iter().flatten().find(|m| m.awaits(from)).cloned();
+        let Some(m) = member.or_else(|| self.enter_queued(g, from)) else {
             if Self::left_lately(g, from, now_ms()) {
                 // A closed member's peer moving onto TCP: it resets.
                 native.release();
@@ -244,6 +271,18 @@ impl JoinPoint {
         true
     }
 
+    /// The SCI connection from `from` waiting in the listener's queue, if any, made a
+    /// member (its peer moved onto TCP before the program accepted it).
+    fn enter_queued(&self, g: &mut Inner, from: (Ip, u16)) -> Option<Arc<Landing>> {
+        let peer_of = |c: &Conn| c.peer.ip_port().map(|(ip, port)| (ip.canonical(), port));
+        let conn = self.queue.find(|c| peer_of(c) == Some(from))?;
+        if !conn.peer_may_follow() {
+            return None;
+        }
+        let landing = Self::enter_locked(g, from, conn).ok()?;
+        landing.awaits(from).then_some(landing)
+    }
+
     /// Whether `from` is the peer of a member that closed lately (as of `now`, ms).
     fn left_lately(g: &Inner, from: (Ip, u16), now: i64) -> bool {
         g.left
@@ -255,7 +294,7 @@ impl JoinPoint {
     /// `accept()` took `native`: true when it was a join (handed to its member, or
     /// dropped as a closed member's).
     pub(crate) fn deliver(&self, native: Native) -> bool {
-        Self::deliver_locked(&mut self.inner.lock(), native)
+        self.deliver_locked(&mut self.inner.lock(), native)
     }
 
     /// Whether the listener's accept queue holds a connection for `accept()`, not only
@@ -305,7 +344,7 @@ impl JoinPoint {
         };
         let mut stashed = false;
         while let Ok(native) = listener.accept_for_join() {
-            if Self::deliver_locked(&mut g, native) {
+            if self.deliver_locked(&mut g, native) {
                 continue;
             }
             Self::stash_locked(&mut g, native);
