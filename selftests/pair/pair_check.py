@@ -182,14 +182,7 @@ def hotplug(what, role, timeout=240):
 
 def get(name, timeout=WAIT):
     """Waits up to `timeout` s for $SCI_PAIR_CTL/name and returns what it holds."""
-    path = f"{os.environ['SCI_PAIR_CTL']}/{name}"
-    end = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > end:
-            raise TimeoutError(f"no {name} after {timeout} s")
-        time.sleep(0.05)
-    with open(path) as f:
-        return json.load(f)
+    return json.loads(read_text(name, timeout))
 
 
 def half(size, owner):
