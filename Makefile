@@ -8,9 +8,9 @@
 #   make module  af_sci.ko (KDIR=<any Rust-enabled kernel build> to use another kernel;
 #                CLIPPY=1 to lint)
 #   make tools   the Cargo workspace: libsci_preload.so, sci-run, ...
-#   make test-debug  the one-guest suite, the two-guest semantics, faults, hostile-peer
-#                and hot-unplug failover runs on the sanitizer kernel (KASAN, kmemleak,
-#                UBSAN, fault injection; built once, cached)
+#   make test-debug  the one-guest suite, the two-guest semantics, faults and hostile-peer
+#                runs and failover with the device removed, on the sanitizer kernel
+#                (KASAN, kmemleak, UBSAN, fault injection; built once, cached)
 #   make fuzz    the seeded syscall fuzzer on the sanitizer kernel, FUZZ_S seconds (600);
 #                FUZZ_SEED=S replays a run
 #   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
