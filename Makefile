@@ -46,8 +46,19 @@ module: deps $(KERNEL_DEP)
 tools: deps
 	cd $(TOP)/tools && cargo build --release --quiet
 
+# The stock iscsi_tcp (selftests/kmod/iscsi_tcp_stock): built when the unpatched source is
+# there (the cached kernel's; ISCSI_STOCK_SRC= names another file).
+ISCSI_STOCK_SRC ?= $(shell $(TOP)/scripts/kernel.sh --pristine 2>/dev/null)/drivers/scsi/iscsi_tcp.c
+
 selftests: deps $(KERNEL_DEP)
 	$(MAKE) -C $(KDIR) M=$(TOP)/selftests/kmod LLVM=1 modules
+	@if [ -f "$(ISCSI_STOCK_SRC)" ] && grep -q '^CONFIG_ISCSI_TCP=m' $(KDIR)/.config; then \
+		mkdir -p $(BUILD)/iscsi_tcp_stock && \
+		cp $(TOP)/selftests/kmod/iscsi_tcp_stock/Kbuild $(BUILD)/iscsi_tcp_stock/Kbuild && \
+		cmp -s $(ISCSI_STOCK_SRC) $(BUILD)/iscsi_tcp_stock/iscsi_tcp.c || \
+		cp $(ISCSI_STOCK_SRC) $(BUILD)/iscsi_tcp_stock/iscsi_tcp.c; \
+		$(MAKE) -C $(KDIR) M=$(BUILD)/iscsi_tcp_stock LLVM=1 modules; \
+	else echo "selftests: no stock iscsi_tcp (no $(ISCSI_STOCK_SRC), or iscsi_tcp not a module)"; fi
 	@mkdir -p $(BUILD)
 	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi -I $(TOP)/selftests/semantics \
 		-o $(BUILD)/sock_semantics $(TOP)/selftests/semantics/*.c

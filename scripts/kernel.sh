@@ -18,6 +18,8 @@
 #
 #   scripts/kernel.sh            build if needed, then print the build directory
 #   scripts/kernel.sh --dir      print the build directory without building
+#   scripts/kernel.sh --pristine print the unpatched source directory (selftests build the
+#                                stock iscsi_tcp from it, to show what an unpatched kernel does)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +46,7 @@ if [ "${#patches[@]}" != 0 ]; then src=$pristine-p$(patch_set | sha256sum | cut 
 out=$cache/kernel-$version-$hash
 
 if [ "${1:-}" = "--dir" ]; then echo "$out"; exit 0; fi
+if [ "${1:-}" = "--pristine" ]; then echo "$pristine"; exit 0; fi
 if [ -f "$out/.af_sci-built" ]; then echo "$out"; exit 0; fi
 
 mkdir -p "$cache"

@@ -20,6 +20,7 @@
 pub(crate) mod addr;
 mod moving;
 mod nagle;
+mod read_sock;
 mod transfer;
 
 pub(crate) use moving::Mover;

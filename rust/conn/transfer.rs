@@ -5,9 +5,10 @@
 //! (one copy each way); a blocking call that must wait spins for `spin_us`, then posts a
 //! wait request and sleeps until the doorbell wakes it.
 
-use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner};
+use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx};
 use crate::fabric::memory::msg_iter;
 use crate::fabric::Fabric;
+use crate::proto::error::ProtocolError;
 use crate::proto::state::{self, Peer, RecvEnd, SendEnd};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -239,23 +240,7 @@ impl Conn {
                         break;
                     }
                 }
-                let mut ring = false;
-                if !peek {
-                    ring = rx.consume_and_update(got).map_err(proto_err)?;
-                    if rx.available() == 0 {
-                        // Drained: announce the space at once (the writer's SIOCOUTQ
-                        // reads 0, as after TCP's prompt ACK) and ask to hear of the
-                        // next byte, so an edge-triggered epoll sees every arrival.
-                        ring |= rx.publish().map_err(proto_err)?;
-                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
-                    } else if own.watched() {
-                        // Bytes left behind, and an epoll (or poll, or O_ASYNC) watches:
-                        // its next arrival must wake it as TCP's next segment would,
-                        // even if the reader does not read to EAGAIN. A wait request
-                        // asks the writer for that one doorbell.
-                        ring |= rx.prepare_wait().map_err(proto_err)?.notify_peer;
-                    }
-                }
+                let ring = !peek && consume(rx, got, own.watched()).map_err(proto_err)?;
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
@@ -339,4 +324,24 @@ impl Conn {
             }
         }
     }
+}
+
+/// A reader took `got` bytes out of `rx`: consumes them, and returns whether the writer
+/// must be rung (it waits for the space, or must tell of the next arrival).
+pub(super) fn consume(rx: &mut Rx, got: usize, watched: bool) -> Result<bool, ProtocolError> {
+    let mut ring = rx.consume_and_update(got)?;
+    if rx.available() == 0 {
+        // Drained: announce the space at once (the writer's SIOCOUTQ reads 0, as after
+        // TCP's prompt ACK) and ask to hear of the next byte, so an edge-triggered epoll
+        // sees every arrival.
+        ring |= rx.publish()?;
+        ring |= rx.prepare_wait()?.notify_peer;
+    } else if watched {
+        // Bytes left behind, and an epoll (or poll, or O_ASYNC, or a kernel user's
+        // sk_data_ready) watches: its next arrival must wake it as TCP's next segment
+        // would, even if the reader does not read to EAGAIN. A wait request asks the
+        // writer for that one doorbell.
+        ring |= rx.prepare_wait()?.notify_peer;
+    }
+    Ok(ring)
 }

@@ -16,6 +16,7 @@ use crate::socket::sock::{Accepted, SciSock};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::net::{File, Msg, OptVal, PollTable};
+use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
@@ -181,6 +182,7 @@ unsafe fn new_sk(
         let sk = bindings::sci_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
         let sk = NonNull::new(sk).ok_or(ENOMEM)?;
         bindings::sock_init_data(sock, sk.as_ptr());
+        bindings::sci_sk_set_default_callbacks(sk.as_ptr());
         (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_TCP as u16;
         (*sk.as_ptr()).sk_destruct = Some(destruct);
         (*sock).ops = OPS.load(Ordering::Relaxed);
@@ -554,6 +556,27 @@ unsafe extern "C" fn recvmsg(
     count_of(state.recvmsg(&own, msg, len, flags))
 }
 
+/// `read_sock` of our `proto_ops`: a kernel reader's actor (`iscsi_tcp`), called with
+/// the socket locked (`lock_sock`), never from atomic context (see `sock/read_sock.rs`).
+///
+/// # Safety
+///
+/// Called only by a kernel user of an `AF_SCI` socket, with the arguments the socket layer
+/// documents for this op.
+unsafe extern "C" fn read_sock(
+    sk: *mut bindings::sock,
+    desc: *mut bindings::read_descriptor_t,
+    actor: bindings::sk_read_actor_t,
+) -> c_int {
+    // SAFETY: `sk` is an attached AF_SCI sk (its user holds the socket); `desc` and
+    // `actor` are the caller's, valid for this call, which the wrapper does not outlive.
+    let (own, state, mut actor) = unsafe {
+        let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
+        (own, state_of(sk), ReadActor::new(sk, desc, actor))
+    };
+    count_of(state.read_sock(&own, &mut actor))
+}
+
 /// `show_fdinfo` of our `proto_ops`.
 ///
 /// # Safety
@@ -652,6 +675,7 @@ impl Family {
                     // is a kernel socket without a file (found by tools/sci-fuzz).
                     splice_read: None,
                     splice_eof: Some(splice_eof),
+                    read_sock: Some(read_sock),
                     set_peek_off: Some(bindings::sk_set_peek_off),
                     show_fdinfo: Some(show_fdinfo),
                     ..Default::default()

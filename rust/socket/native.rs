@@ -12,6 +12,7 @@ use crate::config::rules::{self, Ip};
 use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
 use crate::sys::net::{File, Msg, OptVal};
+use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -420,6 +421,12 @@ impl Native {
     pub(crate) fn copy_alloc_flags_from(&self, owner: *mut bindings::sock) {
         // SAFETY: both sockets are live for the call.
         unsafe { bindings::sci_copy_alloc_flags(self.sk(), owner) }
+    }
+
+    /// `read_sock` of the native socket under its lock (`ReadActor::read_sock_of`): what
+    /// it returned.
+    pub(crate) fn read_sock(&self, actor: &mut ReadActor) -> c_int {
+        actor.read_sock_of(self.0.as_ptr())
     }
 
     /// Puts back the callbacks a just-accepted socket should have had: it inherited the

@@ -123,7 +123,16 @@ impl OwnSk {
         -unsafe { bindings::sci_sock_error(self.as_ptr()) }
     }
 
-    /// Sets the TCP state reported to `SO_ACCEPTCONN` and `SCI_INFO`.
+    /// The TCP state in `sk_state`.
+    pub(crate) fn state(&self) -> u32 {
+        // SAFETY: live sk; a racy read of a byte is what `sk_state` readers do.
+        u32::from(unsafe {
+            ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).__sk_common.skc_state))
+        })
+    }
+
+    /// Sets the TCP state reported to `SO_ACCEPTCONN` and `SCI_INFO` (and read by kernel
+    /// users, `read_sock`).
     pub(crate) fn set_state(&self, state: u32) {
         // SAFETY: live sk; a byte store.
         unsafe {

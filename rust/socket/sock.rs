@@ -15,6 +15,7 @@
 mod connect;
 mod failover;
 mod options;
+mod read_sock;
 
 use crate::config::rules::{Decision, FallbackReason, Ip, NodeId};
 use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};

@@ -216,6 +216,51 @@ int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek
 	return kernel_recvmsg(sock, &msg, &vec, 1, len, flags);
 }
 
+int sci_read_buf_alloc(struct sock *sk, size_t len, struct sci_read_buf *buf)
+{
+	gfp_t gfp = sk_gfp_mask(sk, READ_ONCE(sk->sk_allocation));
+	struct skb_shared_info *shinfo;
+	int err, i;
+
+	buf->skb = alloc_skb_with_frags(0, len, 0, &err, gfp);
+	if (!buf->skb)
+		return -ENOMEM;
+	skb_len_add(buf->skb, len);
+	shinfo = skb_shinfo(buf->skb);
+	for (i = 0; i < shinfo->nr_frags; i++)
+		bvec_set_page(&buf->bvec[i], skb_frag_page(&shinfo->frags[i]),
+			      skb_frag_size(&shinfo->frags[i]), skb_frag_off(&shinfo->frags[i]));
+	iov_iter_bvec(&buf->iter, ITER_DEST, buf->bvec, shinfo->nr_frags, len);
+	return 0;
+}
+
+int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci_read_buf *buf,
+		      size_t len)
+{
+	struct sk_buff *skb = buf->skb;
+	int used = 0;
+
+	buf->skb = NULL;
+	if (len < skb->len && pskb_trim(skb, len))
+		len = 0;
+	if (len)
+		used = actor(desc, skb, 0, len);
+	consume_skb(skb);
+	return used;
+}
+
+int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_actor_t actor)
+{
+	int ret;
+
+	if (!sock->ops->read_sock)
+		return -EOPNOTSUPP;
+	lock_sock(sock->sk);
+	ret = sock->ops->read_sock(sock->sk, desc, actor);
+	release_sock(sock->sk);
+	return ret;
+}
+
 int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max)
 {
 	struct request_sock_queue *queue = &inet_csk(sk)->icsk_accept_queue;

@@ -83,6 +83,26 @@ struct socket *sci_file_socket(struct file *file);
 int sci_kernel_send_nowait(struct socket *sock, const void *buf, size_t len);
 int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek);
 
+/*
+ * proto_ops.read_sock for a kernel user's actor (iscsi_tcp's receive), fed as TCP feeds
+ * it: socket buffers that the actor may keep a reference to (rust/sys/read_actor.rs).
+ * sci_read_buf_alloc: a fresh skb of len bytes in page frags, allocated as sk allocates
+ * (sk_allocation, SOCK_MEMALLOC), and an iterator over its pages to copy the bytes in
+ * (-ENOMEM when memory is short). sci_read_buf_feed: the first len bytes of it given to
+ * the actor, and the skb put: what the actor used, or its error. sci_native_read_sock:
+ * the read_sock of another socket (a native TCP one) under its lock, as tcp_read_sock
+ * wants.
+ */
+struct sci_read_buf {
+	struct sk_buff *skb;
+	struct iov_iter iter;
+	struct bio_vec bvec[MAX_SKB_FRAGS];
+};
+int sci_read_buf_alloc(struct sock *sk, size_t len, struct sci_read_buf *buf);
+int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci_read_buf *buf,
+		      size_t len);
+int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_actor_t actor);
+
 /* The peer of a connection waiting in a TCP listener's accept queue. */
 struct sci_queued_peer {
 	__u8 addr[16];		/* IPv4 in the first 4 bytes */

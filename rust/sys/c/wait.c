@@ -19,30 +19,70 @@ static void sci_wake(struct sock *sk, __poll_t key, int async_how, int async_ban
 	rcu_read_unlock();
 }
 
+/*
+ * The callbacks every AF_SCI sk starts with, as sock_init_data() installs the kernel's
+ * (which are not exported). A kernel user (iscsi_tcp) may replace them, as it does on a
+ * TCP sock, and chain to these.
+ */
+static void sci_def_readable(struct sock *sk)
+{
+	sci_wake(sk, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND, SOCK_WAKE_WAITD, POLL_IN);
+}
+
+static void sci_def_write_space(struct sock *sk)
+{
+	sci_wake(sk, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND, SOCK_WAKE_SPACE, POLL_OUT);
+}
+
+static void sci_def_state_change(struct sock *sk)
+{
+	sci_wake(sk, 0, 0, 0);
+}
+
+void sci_sk_set_default_callbacks(struct sock *sk)
+{
+	sk->sk_data_ready = sci_def_readable;
+	sk->sk_write_space = sci_def_write_space;
+	sk->sk_state_change = sci_def_state_change;
+}
+
+/* A kernel user installed its own sk_data_ready: it reads when told, as on TCP. */
+static bool sci_custom_reader(struct sock *sk)
+{
+	return READ_ONCE(sk->sk_data_ready) != sci_def_readable;
+}
+
 bool sci_sock_watched(struct sock *sk)
 {
 	bool watched;
 
 	rcu_read_lock();
 	watched = skwq_has_sleeper(rcu_dereference(sk->sk_wq)) ||
-		  sock_flag(sk, SOCK_FASYNC);
+		  sock_flag(sk, SOCK_FASYNC) || sci_custom_reader(sk);
 	rcu_read_unlock();
 	return watched;
 }
 
 void sci_wake_readable(struct sock *sk)
 {
-	sci_wake(sk, EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND, SOCK_WAKE_WAITD, POLL_IN);
+	READ_ONCE(sk->sk_data_ready)(sk);
 }
 
 void sci_wake_writable(struct sock *sk)
 {
-	sci_wake(sk, EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND, SOCK_WAKE_SPACE, POLL_OUT);
+	READ_ONCE(sk->sk_write_space)(sk);
 }
 
+/*
+ * A kernel user learns of an end of stream or a reset by reading (its read_sock sets
+ * sk_state, as TCP's FIN and RST reach a reader through sk_data_ready too), so it is told
+ * to read before it is told of the change.
+ */
 void sci_wake_state(struct sock *sk)
 {
-	sci_wake(sk, 0, 0, 0);
+	if (sci_custom_reader(sk))
+		READ_ONCE(sk->sk_data_ready)(sk);
+	READ_ONCE(sk->sk_state_change)(sk);
 }
 
 void sci_wake_error(struct sock *sk)

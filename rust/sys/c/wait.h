@@ -11,19 +11,29 @@
 #include <net/sock.h>
 
 /*
- * Wake whoever waits on sk (poll, epoll, blocking calls, SIGIO) with the poll key the
- * kernel's default callbacks use, so edge-triggered epoll sees what it would see on TCP.
+ * An AF_SCI sk's sk_data_ready, sk_write_space and sk_state_change: they wake whoever
+ * waits on sk (poll, epoll, blocking calls, SIGIO) with the poll key the kernel's default
+ * callbacks use, so edge-triggered epoll sees what it would see on TCP. Installed at
+ * creation; a kernel user (iscsi_tcp) may replace them with its own, as on TCP.
  */
-void sci_wake_readable(struct sock *sk);	/* as sock_def_readable */
-void sci_wake_writable(struct sock *sk);	/* as sk_stream_write_space */
-void sci_wake_state(struct sock *sk);		/* as sock_def_wakeup */
+void sci_sk_set_default_callbacks(struct sock *sk);
+
+/*
+ * Wake sk through its callbacks (the defaults above or a kernel user's): data to read,
+ * space to write, a state change (a kernel user with its own sk_data_ready is told to
+ * read first: it learns of an end of stream by reading).
+ */
+void sci_wake_readable(struct sock *sk);	/* sk_data_ready */
+void sci_wake_writable(struct sock *sk);	/* sk_write_space */
+void sci_wake_state(struct sock *sk);		/* sk_state_change */
 void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
 
 /*
  * Whether anyone besides the caller watches sk for the next arrival: an entry on its
- * wait queue (poll, select, epoll registered or a sleeper) or O_ASYNC. A recv that
- * leaves data behind asks the peer for the next doorbell only then (TCP wakes on every
- * segment; a plain blocking reader needs no doorbell while it is not asleep).
+ * wait queue (poll, select, epoll registered or a sleeper), O_ASYNC, or a kernel user's
+ * own sk_data_ready. A recv that leaves data behind asks the peer for the next doorbell
+ * only then (TCP wakes on every segment; a plain blocking reader needs no doorbell while
+ * it is not asleep).
  */
 bool sci_sock_watched(struct sock *sk);
 
