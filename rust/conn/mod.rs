@@ -558,14 +558,7 @@ impl Conn {
     pub(crate) fn tcp_state(&self) -> u32 {
         let mut g = self.inner.lock();
         let Inner { tx, rx, local, .. } = &mut *g;
-        let peer = peer_of_opt(tx.as_mut(), rx.as_mut());
-        match state::tcp_state(*local, peer) {
-            TcpState::Close => bindings::TCP_CLOSE,
-            TcpState::TimeWait => bindings::TCP_TIME_WAIT,
-            TcpState::FinWait2 => bindings::TCP_FIN_WAIT2,
-            TcpState::CloseWait => bindings::TCP_CLOSE_WAIT,
-            TcpState::Established => bindings::TCP_ESTABLISHED,
-        }
+        tcp_state_of(*local, peer_of_opt(tx.as_mut(), rx.as_mut()))
     }
 
     /// Bytes ready to read (`FIONREAD`).
@@ -594,6 +587,17 @@ impl Conn {
     pub(crate) fn unsent(&self) -> u64 {
         let g = self.inner.lock();
         g.tx.as_ref().map_or(0, |tx| tx.pending())
+    }
+}
+
+/// The TCP state (`TCP_*`) of an end that did `local` and heard `peer`.
+fn tcp_state_of(local: Local, peer: Peer) -> u32 {
+    match state::tcp_state(local, peer) {
+        TcpState::Close => bindings::TCP_CLOSE,
+        TcpState::TimeWait => bindings::TCP_TIME_WAIT,
+        TcpState::FinWait2 => bindings::TCP_FIN_WAIT2,
+        TcpState::CloseWait => bindings::TCP_CLOSE_WAIT,
+        TcpState::Established => bindings::TCP_ESTABLISHED,
     }
 }
 

@@ -3,79 +3,114 @@
 //! `read_sock` on an SCI connection: a kernel user's actor (`iscsi_tcp`) reads the ring as
 //! `tcp_read_sock` lets it read TCP's receive queue, without blocking, one socket buffer
 //! at a time, and only what the actor used is consumed.
+//!
+//! Nothing may sleep once the actor ran: `iscsi_tcp`'s keeps a page mapped with
+//! `kmap_atomic` from one call to the next until `read_sock` returns (as TCP's softirq
+//! receive path never sleeps either). So the connection's lock is taken once, before the
+//! first call, and everything the caller needs afterwards is read under it.
 
 use super::transfer::consume;
-use super::{proto_err, Caller, Conn, Inner};
+use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};
 use crate::fabric::Fabric;
 use crate::proto::state::Peer;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::read_actor::ReadActor;
+use crate::sys::read_actor::{ReadActor, CHUNK};
 use core::ffi::c_int;
 use kernel::prelude::*;
 
+/// Where a `read_sock` left the connection.
+pub(crate) struct ReadEnd {
+    /// Bytes the actor used.
+    pub(crate) used: c_int,
+    /// The ring is empty: the TCP state this end is in now (`TCP_*`), as a reader learns
+    /// it after reading.
+    pub(crate) state_if_empty: Option<u32>,
+    /// The connection moves onto TCP, and the ring is read to its end: the rest comes
+    /// over the TCP connection.
+    pub(crate) moved_and_drained: bool,
+}
+
 impl Conn {
     /// Feeds the ring's bytes to `actor` until the ring is empty, the actor uses less than
-    /// it was given or wants no more; never blocks. Returns the bytes used (an error only
-    /// when none were: the actor's, or `ENOMEM`). A peer's reset is recorded on `own` (as
-    /// `recv` records it) when the ring is empty; the caller reads the state after.
+    /// it was given or wants no more; never blocks, and sleeps only before the first call.
+    /// An error only when nothing was used (the actor's, or `ENOMEM`). A peer's reset is
+    /// recorded on `own` (as `recv` records it) when the ring is empty.
     pub(crate) fn read_sock(
         &self,
         fabric: &dyn Fabric,
         own: &impl Caller,
         actor: &mut ReadActor,
-    ) -> Result<c_int> {
-        let mut copied = 0usize;
-        loop {
-            let mut g = self.inner.lock();
-            let peer_id = g.peer_id;
-            let Inner { rx, local, .. } = &mut *g;
-            let Some(rx) = rx.as_mut() else {
-                return if copied > 0 {
-                    Ok(copied as c_int)
-                } else {
-                    Err(errno(bindings::ENOTCONN))
-                };
-            };
-            rx.finish_wait();
-            rx.refresh().map_err(proto_err)?;
-            let spans = rx.readable().map_err(proto_err)?;
+    ) -> Result<ReadEnd> {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let Inner {
+            tx,
+            rx,
+            local,
+            moving,
+            ..
+        } = &mut *g;
+        let Some(rx_q) = rx.as_mut() else {
+            return Err(errno(bindings::ENOTCONN));
+        };
+        let mut used = 0usize;
+        let mut ring = false;
+        let mut failed = None;
+        rx_q.finish_wait();
+        let empty = loop {
+            rx_q.refresh().map_err(proto_err)?;
+            let spans = rx_q.readable().map_err(proto_err)?;
             let Some(span) = spans.iter().find(|s| s.len > 0) else {
-                // Empty: flags once more (`peer_when_empty`), then ask to hear of the next
-                // byte, as the reader's next sk_data_ready depends on it.
-                let Some(w) = rx.peer_when_empty().map_err(proto_err)? else {
-                    continue;
-                };
-                let peer = Peer {
-                    done_writing: w.done_writing,
-                    abort: w.abort,
-                    ..Peer::default()
-                };
-                if local.note_reset(peer) {
-                    own.set_error(bindings::ECONNRESET as c_int);
+                // Flags once more (`peer_when_empty`): a byte that came meanwhile is read.
+                match rx_q.peer_when_empty().map_err(proto_err)? {
+                    Some(_) => break true,
+                    None => continue,
                 }
-                let ring = rx.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
-                drop(g);
-                if ring {
-                    self.notify_peer(fabric, peer_id);
+            };
+            let given = span.len.min(CHUNK);
+            let n = match actor.feed(given, |iter| self.seg.copy_to_iter(span, iter)) {
+                Ok(n) => n,
+                Err(e) => {
+                    failed = Some(e);
+                    break false;
                 }
-                return Ok(copied as c_int);
             };
-            let fed = actor.feed(span.len, |iter| self.seg.copy_to_iter(span, iter));
-            let used = match fed {
-                Ok(used) => used,
-                Err(e) if copied == 0 => return Err(e),
-                Err(_) => 0,
+            if n > 0 {
+                ring |= consume(rx_q, n, true).map_err(proto_err)?;
+            }
+            used += n;
+            if n < given || !actor.wants_more() {
+                break false;
+            }
+        };
+        let mut end = ReadEnd {
+            used: used as c_int,
+            state_if_empty: None,
+            moved_and_drained: false,
+        };
+        if empty {
+            // Ask to hear of the next byte: the reader's next sk_data_ready depends on it.
+            ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+            let w = rx_q.peer();
+            let peer = Peer {
+                done_writing: w.done_writing,
+                abort: w.abort,
+                ..Peer::default()
             };
-            let ring = used > 0 && consume(rx, used, true).map_err(proto_err)?;
-            drop(g);
-            if ring {
-                self.notify_peer(fabric, peer_id);
+            if local.note_reset(peer) {
+                own.set_error(bindings::ECONNRESET as c_int);
             }
-            copied += used;
-            if used < span.len.min(crate::sys::read_actor::CHUNK) || !actor.wants_more() {
-                return Ok(copied as c_int);
-            }
+            end.moved_and_drained = *moving && rx_q.frozen();
+            end.state_if_empty = Some(tcp_state_of(*local, peer_of_opt(tx.as_mut(), rx.as_mut())));
+        }
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        match failed {
+            Some(e) if used == 0 => Err(e),
+            _ => Ok(end),
         }
     }
 }

@@ -4,8 +4,8 @@
 //! strparser, ...) fed socket buffers, as `tcp_read_sock` feeds it.
 //!
 //! An actor takes `struct sk_buff`s and may keep a reference to one, so every chunk is a
-//! socket buffer of its own (page frags, allocated as the socket allocates), filled by the
-//! caller and put after the actor ran. Bytes the actor did not use stay where they were:
+//! socket buffer of its own (page frags, allocated without sleeping: an actor may hold an
+//! atomic mapping between calls), filled by the caller and put after the actor ran. Bytes the actor did not use stay where they were:
 //! the caller consumes only what [`ReadActor::feed`] returns.
 
 use crate::sys::bindings;

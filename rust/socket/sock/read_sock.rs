@@ -9,54 +9,51 @@
 //! `read_sock` when told, and learns of the end of the stream or a reset from `sk_state`
 //! (`TCP_CLOSE_WAIT`, `TCP_CLOSE`) after reading, as TCP's FIN and RST reach it. So the
 //! state is brought up to date here once the ring is empty, and a change is signalled.
+//!
+//! Nothing here may sleep once the actor ran (see `conn/read_sock.rs`): what needs a
+//! sleeping lock (the failover's stage, finishing a move) happens before the first call,
+//! and a reader that must come back for it is woken to read again.
 
 use super::failover::Stage;
 use super::*;
 use crate::sys::read_actor::ReadActor;
 
 impl SciSock {
-    /// `read_sock`: the ring's bytes fed to the actor, then (once the connection fell back
-    /// or moved onto TCP) the native socket's; never blocks.
+    /// `read_sock`: the ring's bytes fed to the actor; once the connection fell back, or
+    /// moved onto TCP and its ring was read to the end, the native socket's. Never blocks.
     pub(crate) fn read_sock(&self, own: &OwnSk, actor: &mut ReadActor) -> Result<c_int> {
-        let mut copied = 0;
         if let Some(conn) = self.conn() {
-            copied = conn.read_sock(self.stack.plane.fabric(), own, actor)?;
-            if !conn.moving() {
-                self.sync_read_state(own, &conn);
-                return Ok(copied);
-            }
-            match self.failover_stage() {
-                // The rest comes over TCP once the ring is drained.
-                Some(Stage::Resumed) | None if conn.drained() => {
-                    self.finish_move_if_drained(own, &conn)
+            // A move onto TCP is carried on over TCP once the ring is drained (the stage
+            // is `None` again once the move is done).
+            let resumed = matches!(self.failover_stage(), Some(Stage::Resumed) | None);
+            if !(resumed && conn.moving() && conn.drained()) {
+                let end = match conn.read_sock(self.stack.plane.fabric(), own, actor) {
+                    Err(e) if e == ENOMEM => {
+                        // No socket buffer for the bytes: they stay in the ring; the
+                        // reader is told to come back (as TCP would retransmit).
+                        own.wake(Wake::Readable);
+                        return Err(e);
+                    }
+                    r => r?,
+                };
+                if end.moved_and_drained && resumed {
+                    // The rest is on the TCP connection: read again, from the top.
+                    own.wake(Wake::Readable);
+                } else if let Some(state) = end.state_if_empty {
+                    if state != own.state() {
+                        own.set_state(state);
+                        own.wake(Wake::State);
+                    }
                 }
-                // The move's end (or its failure) wakes the reader through
-                // `sk_state_change`, which tells it to read first (`sci_wake_state`).
-                _ => return Ok(copied),
+                return Ok(end.used);
             }
-            if !actor.wants_more() {
-                return Ok(copied);
-            }
+            self.finish_move_if_drained(own, &conn);
         }
         let native = self.native();
         native.copy_alloc_flags_from(own.as_ptr());
         match native.read_sock(actor) {
-            n if n >= 0 => Ok(copied + n),
-            _ if copied > 0 => Ok(copied),
+            n if n >= 0 => Ok(n),
             err => Err(Error::from_errno(err)),
-        }
-    }
-
-    /// Once the ring is empty, `sk_state` says what TCP's would (`TCP_CLOSE_WAIT` after
-    /// the peer's end of stream, `TCP_CLOSE` after a reset), and a change is signalled.
-    fn sync_read_state(&self, own: &OwnSk, conn: &Conn) {
-        if conn.inq() != 0 {
-            return;
-        }
-        let state = self.sci_tcp_state(conn);
-        if state != own.state() {
-            own.set_state(state);
-            own.wake(Wake::State);
         }
     }
 }

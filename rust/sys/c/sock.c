@@ -218,7 +218,8 @@ int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek
 
 int sci_read_buf_alloc(struct sock *sk, size_t len, struct sci_read_buf *buf)
 {
-	gfp_t gfp = sk_gfp_mask(sk, READ_ONCE(sk->sk_allocation));
+	/* Never sleeping: the actor may hold an atomic kmap between calls (iscsi_tcp). */
+	gfp_t gfp = sk_gfp_mask(sk, GFP_ATOMIC | __GFP_NOWARN);
 	struct skb_shared_info *shinfo;
 	int err, i;
 
@@ -243,8 +244,15 @@ int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci
 	buf->skb = NULL;
 	if (len < skb->len && pskb_trim(skb, len))
 		len = 0;
-	if (len)
+	/*
+	 * With bottom halves off, as in TCP's receive softirq, where such actors run:
+	 * iscsi_tcp's completion path takes its session lock without _bh.
+	 */
+	if (len) {
+		local_bh_disable();
 		used = actor(desc, skb, 0, len);
+		local_bh_enable();
+	}
 	consume_skb(skb);
 	return used;
 }
@@ -256,7 +264,9 @@ int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_a
 	if (!sock->ops->read_sock)
 		return -EOPNOTSUPP;
 	lock_sock(sock->sk);
+	local_bh_disable();	/* as sci_read_buf_feed */
 	ret = sock->ops->read_sock(sock->sk, desc, actor);
+	local_bh_enable();
 	release_sock(sock->sk);
 	return ret;
 }

@@ -86,12 +86,12 @@ int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek
 /*
  * proto_ops.read_sock for a kernel user's actor (iscsi_tcp's receive), fed as TCP feeds
  * it: socket buffers that the actor may keep a reference to (rust/sys/read_actor.rs).
- * sci_read_buf_alloc: a fresh skb of len bytes in page frags, allocated as sk allocates
- * (sk_allocation, SOCK_MEMALLOC), and an iterator over its pages to copy the bytes in
- * (-ENOMEM when memory is short). sci_read_buf_feed: the first len bytes of it given to
- * the actor, and the skb put: what the actor used, or its error. sci_native_read_sock:
- * the read_sock of another socket (a native TCP one) under its lock, as tcp_read_sock
- * wants.
+ * sci_read_buf_alloc: a fresh skb of len bytes in page frags, allocated without sleeping
+ * (with the reserves when sk has SOCK_MEMALLOC), and an iterator over its pages to copy
+ * the bytes in (-ENOMEM when memory is short). sci_read_buf_feed: the first len bytes of
+ * it given to the actor with bottom halves off (as in TCP's receive softirq), and the skb
+ * put: what the actor used, or its error. sci_native_read_sock: the read_sock of another
+ * socket (a native TCP one) under its lock, as tcp_read_sock wants, bottom halves off.
  */
 struct sci_read_buf {
 	struct sk_buff *skb;

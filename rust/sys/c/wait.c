@@ -74,14 +74,13 @@ void sci_wake_writable(struct sock *sk)
 }
 
 /*
- * A kernel user learns of an end of stream or a reset by reading (its read_sock sets
- * sk_state, as TCP's FIN and RST reach a reader through sk_data_ready too), so it is told
- * to read before it is told of the change.
+ * Only the state callback: the peer's end of stream or reset comes with a doorbell, which
+ * wakes readers too (a kernel reader learns of it by reading, read_sock sets sk_state),
+ * and a local shutdown must not make a kernel user read (iscsi_tcp's reader must not run
+ * once it restored the callbacks, which it does after its own shutdown).
  */
 void sci_wake_state(struct sock *sk)
 {
-	if (sci_custom_reader(sk))
-		READ_ONCE(sk->sk_data_ready)(sk);
 	READ_ONCE(sk->sk_state_change)(sk);
 }
 

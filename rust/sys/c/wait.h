@@ -20,8 +20,7 @@ void sci_sk_set_default_callbacks(struct sock *sk);
 
 /*
  * Wake sk through its callbacks (the defaults above or a kernel user's): data to read,
- * space to write, a state change (a kernel user with its own sk_data_ready is told to
- * read first: it learns of an end of stream by reading).
+ * space to write, a state change.
  */
 void sci_wake_readable(struct sock *sk);	/* sk_data_ready */
 void sci_wake_writable(struct sock *sk);	/* sk_write_space */
