@@ -12,6 +12,7 @@ packages=(
 	redis-server redis-tools   # selftests: unmodified epoll programs over SCI between guests
 	nginx-light wrk   # selftests: connection churn and 1000 connections (selftests/guest/sci-churn)
 	iperf3   # selftests: an unmodified iperf3 across a failover (selftests/pair/pair-failover-guest)
+	open-iscsi tgt libiscsi-bin fio e2fsprogs   # selftests: iSCSI over AF_SCI (selftests/guest/iscsi-sci)
 )
 
 missing=()
