@@ -15,7 +15,8 @@
 #                FUZZ_SEED=S replays a run
 #   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
 #                sockperf plain vs sci-run), then between two guests (AF_SCI over ivshmem
-#                vs TCP over virtio-net); tables printed, results in build/bench/
+#                vs TCP over virtio-net), then fio over NBD and iSCSI between two guests
+#                (selftests/bench/bench-block); tables printed, results in build/bench/
 #   make clean
 
 SHELL := /bin/bash
@@ -87,9 +88,11 @@ run: module tools
 bench: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
+	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-block; block=$$?; \
 	[ $$one = 0 ] || echo "make bench: the single-guest part FAILED (status $$one; its tables are above)"; \
 	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
-	[ $$one = 0 ] && [ $$pair = 0 ]
+	[ $$block = 0 ] || echo "make bench: the block-device part FAILED (status $$block)"; \
+	[ $$one = 0 ] && [ $$pair = 0 ] && [ $$block = 0 ]
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean
