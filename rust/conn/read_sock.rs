@@ -9,10 +9,9 @@
 //! receive path never sleeps either). So the connection's lock is taken once, before the
 //! first call, and everything the caller needs afterwards is read under it.
 
-use super::transfer::consume;
+use super::transfer::{consume, heard};
 use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};
 use crate::fabric::Fabric;
-use crate::proto::state::Peer;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::read_actor::{ReadActor, CHUNK};
@@ -92,15 +91,7 @@ impl Conn {
         if empty {
             // Ask to hear of the next byte: the reader's next sk_data_ready depends on it.
             ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
-            let w = rx_q.peer();
-            let peer = Peer {
-                done_writing: w.done_writing,
-                abort: w.abort,
-                ..Peer::default()
-            };
-            if local.note_reset(peer) {
-                own.set_error(bindings::ECONNRESET as c_int);
-            }
+            heard(local, rx_q.peer(), own);
             end.moved_and_drained = *moving && rx_q.frozen();
             end.state_if_empty = Some(tcp_state_of(*local, peer_of_opt(tx.as_mut(), rx.as_mut())));
         }

@@ -9,7 +9,8 @@ use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx};
 use crate::fabric::memory::msg_iter;
 use crate::fabric::Fabric;
 use crate::proto::error::ProtocolError;
-use crate::proto::state::{self, Peer, RecvEnd, SendEnd};
+use crate::proto::queue::PeerWriterState;
+use crate::proto::state::{self, Local, Peer, RecvEnd, SendEnd};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::Msg;
@@ -269,14 +270,7 @@ impl Conn {
             } else {
                 rx.peer()
             };
-            let peer = Peer {
-                done_writing: w.done_writing,
-                abort: w.abort,
-                ..Peer::default()
-            };
-            if local.note_reset(peer) {
-                own.set_error(bindings::ECONNRESET as c_int);
-            }
+            let peer = heard(local, w, own);
             match state::recv_end(*local, peer, copied, len, waitall) {
                 RecvEnd::Wait => {}
                 RecvEnd::Return(n) => return Ok(n as c_int),
@@ -344,4 +338,18 @@ pub(super) fn consume(rx: &mut Rx, got: usize, watched: bool) -> Result<bool, Pr
         ring |= rx.prepare_wait()?.notify_peer;
     }
     Ok(ring)
+}
+
+/// What a reader that found the ring empty heard from the writer (`w`), with a reset
+/// recorded on the socket as TCP records an RST (`ECONNRESET`, once).
+pub(super) fn heard(local: &mut Local, w: PeerWriterState, own: &impl Caller) -> Peer {
+    let peer = Peer {
+        done_writing: w.done_writing,
+        abort: w.abort,
+        ..Peer::default()
+    };
+    if local.note_reset(peer) {
+        own.set_error(bindings::ECONNRESET as c_int);
+    }
+    peer
 }
