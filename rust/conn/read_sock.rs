@@ -22,8 +22,8 @@ use kernel::prelude::*;
 pub(crate) struct ReadEnd {
     /// Bytes the actor used.
     pub(crate) used: c_int,
-    /// The ring is empty: the TCP state this end is in now (`TCP_*`), as a reader learns
-    /// it after reading.
+    /// The ring is empty and the connection is not moving: the TCP state this end is in
+    /// now (`TCP_*`), as a reader learns it after reading.
     pub(crate) state_if_empty: Option<u32>,
     /// The connection moves onto TCP, and the ring is read to its end: the rest comes
     /// over the TCP connection.
@@ -56,12 +56,21 @@ impl Conn {
         let mut used = 0usize;
         let mut ring = false;
         let mut failed = None;
+        let mut looks = 0;
         rx_q.finish_wait();
         let empty = loop {
             rx_q.refresh().map_err(proto_err)?;
             let spans = rx_q.readable().map_err(proto_err)?;
             let Some(span) = spans.iter().find(|s| s.len > 0) else {
-                // Flags once more (`peer_when_empty`): a byte that came meanwhile is read.
+                // A moving connection's ring is frozen: what it shows is all there is (its
+                // cursor may say more; `recv` stops here too). Otherwise the flags once
+                // more (`peer_when_empty`): a byte that came meanwhile is read, but only a
+                // few times over (nothing here may spin: the actor may hold an atomic
+                // mapping, and a lying peer could keep the cursor moving).
+                looks += 1;
+                if *moving || looks > 3 {
+                    break true;
+                }
                 match rx_q.peer_when_empty().map_err(proto_err)? {
                     Some(_) => break true,
                     None => continue,
@@ -92,8 +101,12 @@ impl Conn {
             // Ask to hear of the next byte: the reader's next sk_data_ready depends on it.
             ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
             heard(local, rx_q.peer(), own);
-            end.moved_and_drained = *moving && rx_q.frozen();
-            end.state_if_empty = Some(tcp_state_of(*local, peer_of_opt(tx.as_mut(), rx.as_mut())));
+            end.moved_and_drained = *moving && rx_q.frozen() && rx_q.available() == 0;
+            if !*moving {
+                // A moving connection's state is the TCP connection's once it moved.
+                end.state_if_empty =
+                    Some(tcp_state_of(*local, peer_of_opt(tx.as_mut(), rx.as_mut())));
+            }
         }
         drop(g);
         if ring {
