@@ -423,10 +423,10 @@ impl Native {
         unsafe { bindings::sci_copy_alloc_flags(self.sk(), owner) }
     }
 
-    /// `read_sock` of the native socket under its lock (`ReadActor::read_sock_of`): what
-    /// it returned.
-    pub(crate) fn read_sock(&self, actor: &mut ReadActor) -> c_int {
-        actor.read_sock_of(self.0.as_ptr())
+    /// `read_sock` of the native socket under its lock (`ReadActor::read_sock_of`): the
+    /// bytes its actor used.
+    pub(crate) fn read_sock(&self, actor: &mut ReadActor) -> Result<c_int> {
+        count_result(actor.read_sock_of(self.0.as_ptr()))
     }
 
     /// Puts back the callbacks a just-accepted socket should have had: it inherited the

@@ -51,9 +51,6 @@ impl SciSock {
         }
         let native = self.native();
         native.copy_alloc_flags_from(own.as_ptr());
-        match native.read_sock(actor) {
-            n if n >= 0 => Ok(n),
-            err => Err(Error::from_errno(err)),
-        }
+        native.read_sock(actor)
     }
 }
