@@ -88,6 +88,14 @@ pub(crate) fn sleep(jiffies: core::ffi::c_long) {
     unsafe { bindings::schedule_timeout_interruptible(jiffies.max(1)) };
 }
 
+/// Sleeps `us` to twice `us` microseconds on an hrtimer: far less than a jiffy, for a
+/// thread that polls while there is work.
+pub(crate) fn sleep_us(us: u32) {
+    let us = core::ffi::c_ulong::from(us.max(1));
+    // SAFETY: called from a kernel thread, which may sleep.
+    unsafe { bindings::sci_usleep_range(us, 2 * us) };
+}
+
 /// Sleeps `ms` milliseconds (uninterruptibly: for short waits in process context, such
 /// as module init polling shared memory).
 pub(crate) fn sleep_ms(ms: u32) {

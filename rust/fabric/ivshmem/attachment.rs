@@ -186,6 +186,9 @@ pub(super) struct Attachment {
     polls: AtomicU64,
     frames: AtomicU64,
     doorbells: AtomicU64,
+    /// When this node last sent or took a frame or a doorbell (ms): without interrupts
+    /// the poller is the receive path, and polls busily until it has been idle a while.
+    active_ms: AtomicU64,
 }
 
 impl Attachment {
@@ -275,6 +278,7 @@ impl Attachment {
                 polls: AtomicU64::new(0),
                 frames: AtomicU64::new(0),
                 doorbells: AtomicU64::new(0),
+                active_ms: AtomicU64::new(0),
             }),
             GFP_KERNEL,
         )
@@ -406,8 +410,9 @@ impl Attachment {
     }
 
     /// Delivers what arrived: frames from every linked mailbox, rung channels from
-    /// every linked peer's doorbell block.
-    fn drain(&self) {
+    /// every linked peer's doorbell block. True if anything did.
+    fn drain(&self) -> bool {
+        let mut delivered = false;
         for peer in self.peers.iter() {
             if peer.id != self.me && !peer.reachable.load(Ordering::Acquire) {
                 continue;
@@ -420,6 +425,7 @@ impl Attachment {
             for _ in 0..slots {
                 match rx.poll() {
                     Ok(Some(frame)) => {
+                        delivered = true;
                         self.frames.fetch_add(1, Ordering::Relaxed);
                         self.events.control(peer.id, frame.encode_bytes());
                     }
@@ -434,10 +440,23 @@ impl Attachment {
             }
             drop(link);
             peer.bell_rx.lock().take(|ch| {
+                delivered = true;
                 self.doorbells.fetch_add(1, Ordering::Relaxed);
                 self.events.doorbell(ch);
             });
         }
+        delivered
+    }
+
+    /// Something was sent or taken just now.
+    fn touch(&self) {
+        self.active_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Whether the poller should poll again soon rather than a jiffy from now: this
+    /// device takes no interrupts, and something went or came within `idle_ms`.
+    pub(super) fn busy(&self, now: u64, idle_ms: u64) -> bool {
+        !self.interrupts && now.saturating_sub(self.active_ms.load(Ordering::Relaxed)) < idle_ms
     }
 
     /// Sends `frame` to `peer` through the region (also to this node itself: the
@@ -455,6 +474,7 @@ impl Attachment {
             }
         }
         drop(link);
+        self.touch();
         self.ring(peer);
         Ok(())
     }
@@ -462,6 +482,7 @@ impl Attachment {
     /// Rings `peer`'s `channel` through the region (also for this node itself: the
     /// self-test's path).
     pub(super) fn ring_channel(&self, peer: &Peer, channel: u32) {
+        self.touch();
         if peer.bell_tx.lock().ring(channel) {
             self.ring(peer);
         }
@@ -513,7 +534,9 @@ impl Attachment {
             *next_tick = now.saturating_add(TICK_MS);
         }
         self.polls.fetch_add(1, Ordering::Relaxed);
-        self.drain();
+        if self.drain() {
+            self.touch();
+        }
     }
 
     /// A segment of `len` bytes from this node's heap, with its directory entry for

@@ -69,6 +69,12 @@ use kernel::sync::{Arc, Mutex, SpinLock};
 
 /// Heartbeat and liveness period.
 const TICK_MS: u64 = 100;
+/// Without interrupts the poller is the receive path. As NAPI does under load, it polls
+/// every [`BUSY_POLL_US`] (to twice that) while anything goes or comes, and falls back to
+/// a pass a jiffy once nothing did for [`BUSY_IDLE_MS`]: a round trip then costs two
+/// short sleeps instead of two jiffies, and an idle node costs what it did.
+const BUSY_POLL_US: u32 = 50;
+const BUSY_IDLE_MS: u64 = 20;
 /// How long the poller waits before it tries again to join the region of a device
 /// plugged in whose join failed.
 const REJOIN_RETRY_MS: u64 = 5000;
@@ -231,9 +237,14 @@ impl SharedMain for Backend {
                     // With interrupts the poll is a safety net; without, it is the
                     // receive path. The attachment is not held while sleeping: a leave
                     // frees it (and the device) at once.
+                    let busy = a.busy(now_ms(), BUSY_IDLE_MS);
                     let interval = if a.interrupts { tick } else { 1 };
                     drop(a);
-                    kthread::sleep(interval);
+                    if busy {
+                        kthread::sleep_us(BUSY_POLL_US);
+                    } else {
+                        kthread::sleep(interval);
+                    }
                 }
                 None => {
                     next_tick = 0;

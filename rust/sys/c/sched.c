@@ -14,6 +14,12 @@ bool sci_need_resched(void)
 
 long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
 
+/* Interruptible, so that the sleeping thread does not count as load. */
+void sci_usleep_range(unsigned long min_us, unsigned long max_us)
+{
+	usleep_range_state(min_us, max_us, TASK_INTERRUPTIBLE);
+}
+
 struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name)
 {
 	return kthread_run(fn, data, "%s", name);

@@ -9,6 +9,7 @@
 #include <linux/kthread.h>
 #include <linux/sched.h>
 #include <linux/jiffies.h>
+#include <linux/delay.h>
 
 /* Kernel threads: run fn(data) until it returns; stop = ask and wait. */
 struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name);
@@ -20,5 +21,8 @@ void sci_cpu_relax(void);
 bool sci_need_resched(void);
 
 long sci_msecs_to_jiffies(unsigned int msecs);
+
+/* A sleep of min_us to max_us microseconds on an hrtimer (a poller between passes). */
+void sci_usleep_range(unsigned long min_us, unsigned long max_us);
 
 #endif /* AF_SCI_SYS_SCHED_H */
