@@ -15,7 +15,8 @@
 #                FUZZ_SEED=S replays a run
 #   make bench   benchmarks in one QEMU guest (sci-bench over tcp/unix/smc/sci/sci-preload,
 #                sockperf plain vs sci-run), then between two guests (AF_SCI over ivshmem
-#                vs TCP over virtio-net), then fio over NBD and iSCSI between two guests
+#                vs TCP over virtio-net), the same over ivshmem-plain (no interrupts:
+#                ping-pong and streams), then fio over NBD and iSCSI between two guests
 #                (selftests/bench/bench-block); tables printed, results in build/bench/
 #   make clean
 
@@ -88,11 +89,13 @@ run: module tools
 bench: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
+	echo; BENCH_PAIR_FABRIC=plain KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair --tests pingpong,stream; plain=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-block; block=$$?; \
 	[ $$one = 0 ] || echo "make bench: the single-guest part FAILED (status $$one; its tables are above)"; \
 	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
+	[ $$plain = 0 ] || echo "make bench: the inter-VM part over ivshmem-plain FAILED (status $$plain)"; \
 	[ $$block = 0 ] || echo "make bench: the block-device part FAILED (status $$block)"; \
-	[ $$one = 0 ] && [ $$pair = 0 ] && [ $$block = 0 ]
+	[ $$one = 0 ] && [ $$pair = 0 ] && [ $$plain = 0 ] && [ $$block = 0 ]
 
 clean:
 	-$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 clean

@@ -88,6 +88,14 @@ pub(crate) fn sleep(jiffies: core::ffi::c_long) {
     unsafe { bindings::schedule_timeout_interruptible(jiffies.max(1)) };
 }
 
+/// The calling kernel thread runs as a threaded interrupt handler does (`SCHED_FIFO` at
+/// the lowest priority): before every normal task, for work that stands in for an
+/// interrupt and always sleeps again soon.
+pub(crate) fn run_as_interrupt_thread() {
+    // SAFETY: changes the policy of the current task, a kernel thread.
+    unsafe { bindings::sci_sched_current_fifo_low() };
+}
+
 /// Sleeps `us` to twice `us` microseconds on an hrtimer: far less than a jiffy, for a
 /// thread that polls while there is work.
 pub(crate) fn sleep_us(us: u32) {

@@ -226,6 +226,10 @@ impl DevUser for Backend {
 
 impl SharedMain for Backend {
     fn main(&self) {
+        // It delivers what arrived (the only receive path of a device without
+        // interrupts) and beats the heartbeat: a CPU-bound task must delay neither, as
+        // it delays neither an interrupt nor its threaded handler.
+        kthread::run_as_interrupt_thread();
         let tick = kernel::time::msecs_to_jiffies(TICK_MS as u32) as core::ffi::c_long;
         let mut next_tick = 0u64;
         let mut retry_at = 0u64;

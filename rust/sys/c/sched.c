@@ -14,6 +14,11 @@ bool sci_need_resched(void)
 
 long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
 
+void sci_sched_current_fifo_low(void)
+{
+	sched_set_fifo_low(current);
+}
+
 /* Interruptible, so that the sleeping thread does not count as load. */
 void sci_usleep_range(unsigned long min_us, unsigned long max_us)
 {

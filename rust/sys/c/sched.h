@@ -22,6 +22,9 @@ bool sci_need_resched(void);
 
 long sci_msecs_to_jiffies(unsigned int msecs);
 
+/* The calling thread runs as a threaded interrupt handler does (SCHED_FIFO, low). */
+void sci_sched_current_fifo_low(void);
+
 /* A sleep of min_us to max_us microseconds on an hrtimer (a poller between passes). */
 void sci_usleep_range(unsigned long min_us, unsigned long max_us);
 
