@@ -448,9 +448,12 @@ impl Attachment {
         delivered
     }
 
-    /// Something was sent or taken just now.
+    /// Something was sent or taken just now (only the poller of a device without
+    /// interrupts asks: see [`Attachment::busy`]).
     fn touch(&self) {
-        self.active_ms.store(now_ms(), Ordering::Relaxed);
+        if !self.interrupts {
+            self.active_ms.store(now_ms(), Ordering::Relaxed);
+        }
     }
 
     /// Whether the poller should poll again soon rather than a jiffy from now: this
