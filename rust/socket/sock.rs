@@ -584,31 +584,14 @@ impl SciSock {
         let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
         self.wait_connected(own, &mut own.sndtimeo(nonblock))?;
         if let Some(conn) = self.conn() {
-            let plane = &self.stack.plane;
-            let flags = msg_flags(msg) as c_int;
-            let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
-            // TCP_NODELAY and TCP_CORK live on the native socket (setsockopt goes there).
-            let nagle = self.native().nagle();
-            let how = Gathering {
-                nodelay: nagle.nodelay,
-                cork: nagle.cork,
-                more: flags & bindings::MSG_MORE as c_int != 0,
-            };
-            let r = conn.send(
-                plane.fabric(),
-                own,
-                msg,
-                len,
-                flags,
-                how,
-                (nonblock, self.spin_us()),
-            );
+            let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
+            let r = self.send_sci(own, &conn, msg, len);
             if matches!(r, Ok(n) if n as usize == len) || !conn.moving() {
                 return r;
             }
             // The fabric path was lost: the rest goes over TCP once the move is done.
             let done = r.map_or(0, |n| n as usize);
-            return self.send_moved(own, msg, len, done, nonblock);
+            return self.send_moved(own, &conn, msg, len, done, nonblock);
         }
         let native = self.native();
         self.hand_over_if_connected(own, &native);
@@ -616,6 +599,29 @@ impl SciSock {
         native.copy_alloc_flags_from(own.as_ptr());
         let r = native.sendmsg(msg, len);
         self.consumed(own, r)
+    }
+
+    /// A send into the SCI connection's ring, as `msg`'s flags and the socket's
+    /// options say.
+    fn send_sci(&self, own: &OwnSk, conn: &Conn, msg: Msg, len: usize) -> Result<c_int> {
+        let flags = msg_flags(msg) as c_int;
+        let nonblock = flags & bindings::MSG_DONTWAIT as c_int != 0;
+        // TCP_NODELAY and TCP_CORK live on the native socket (setsockopt goes there).
+        let nagle = self.native().nagle();
+        let how = Gathering {
+            nodelay: nagle.nodelay,
+            cork: nagle.cork,
+            more: flags & bindings::MSG_MORE as c_int != 0,
+        };
+        conn.send(
+            self.stack.plane.fabric(),
+            own,
+            msg,
+            len,
+            flags,
+            how,
+            (nonblock, self.spin_us()),
+        )
     }
 
     /// `recvmsg(2)` and kernel receivers.

@@ -223,6 +223,11 @@ impl SciSock {
         if next == stage {
             return false;
         }
+        if next == Stage::Failed {
+            // The reset is latched before the stage says so: a call that finds the move
+            // given up finds the connection reset, not still moving.
+            conn.stop_moving();
+        }
         f.stage = Some(next);
         let stall_ms = (now_ns() - f.began_ns) / 1_000_000;
         let why = f.why;
@@ -248,7 +253,6 @@ impl SciSock {
                     stall_ms,
                     why
                 );
-                conn.stop_moving();
             }
             Stage::Resumed => {
                 pr_info!(
@@ -453,6 +457,7 @@ impl SciSock {
     pub(super) fn send_moved(
         &self,
         own: &OwnSk,
+        conn: &Conn,
         msg: Msg,
         len: usize,
         done: usize,
@@ -464,11 +469,15 @@ impl SciSock {
             match self.failover_stage() {
                 Some(Stage::Resumed) | None => break,
                 Some(Stage::Failed) => {
-                    // Reset: the connection says how (ECONNRESET, then EPIPE).
+                    // Reset: the connection says how (ECONNRESET, then EPIPE), latched
+                    // before the stage said so. Straight to the connection, never
+                    // through `sendmsg` again: that came back here while the
+                    // connection was still marked moving, until the stack overflowed
+                    // (KASAN, in the hostile run's forged generations).
                     if done > 0 {
                         return Ok(done as c_int);
                     }
-                    return self.sendmsg(own, msg, len);
+                    return self.send_sci(own, conn, msg, len);
                 }
                 _ => {}
             }
