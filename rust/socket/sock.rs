@@ -584,7 +584,6 @@ impl SciSock {
         let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
         self.wait_connected(own, &mut own.sndtimeo(nonblock))?;
         if let Some(conn) = self.conn() {
-            let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
             let r = self.send_sci(own, &conn, msg, len);
             if matches!(r, Ok(n) if n as usize == len) || !conn.moving() {
                 return r;

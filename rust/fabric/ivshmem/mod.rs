@@ -241,7 +241,7 @@ impl SharedMain for Backend {
                     // With interrupts the poll is a safety net; without, it is the
                     // receive path. The attachment is not held while sleeping: a leave
                     // frees it (and the device) at once.
-                    let busy = a.busy(now_ms(), BUSY_IDLE_MS);
+                    let busy = a.busy(now, BUSY_IDLE_MS);
                     let interval = if a.interrupts { tick } else { 1 };
                     drop(a);
                     if busy {
