@@ -33,6 +33,8 @@ use crate::proto::frame::{ConnId, QueueOffer, ValidOffer};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::resume::ResumeHeader;
 use crate::proto::ring::CREDIT_AREA_SIZE;
+use crate::proto::spin::SpinHistory;
+pub(crate) use crate::proto::spin::SpinSetting;
 use crate::proto::state::{self, Local, Peer, PeerEnd, TcpState};
 pub(crate) use crate::proto::state::{Phase, Release};
 use crate::sys::bindings;
@@ -61,7 +63,7 @@ pub(crate) trait Caller {
     /// The send timeout (`SO_SNDTIMEO`), 0 when non-blocking, in jiffies.
     fn sndtimeo(&self, nonblock: bool) -> c_long;
     /// Polls `ready` for up to `spin_us` microseconds before the caller sleeps: true as
-    /// soon as it returns true.
+    /// soon as it returns true (false too when a signal or the scheduler interrupts it).
     fn spin(&self, spin_us: u32, ready: impl FnMut() -> bool) -> bool;
     /// Sleeps on the socket's wait queue until `ready` returns true, `timeo` jiffies
     /// pass (`EAGAIN`) or a signal comes; `ready` runs with the wait entry queued.
@@ -108,6 +110,10 @@ struct Inner {
     /// The fabric path was lost and the socket moves the connection onto TCP: nothing
     /// more is written into the peer's ring; what is in this end's ring is still read.
     moving: bool,
+    /// How the recent waits of blocking sends and of blocking receives ended: whether
+    /// the next one spins (`proto/spin.rs`).
+    spin_send: SpinHistory,
+    spin_recv: SpinHistory,
 }
 
 /// One SCI connection end.
@@ -209,6 +215,8 @@ impl Conn {
                         peer_lost: false,
                         peer_gone: false,
                         moving: false,
+                        spin_send: SpinHistory::new(),
+                        spin_recv: SpinHistory::new(),
                     },
                     "Conn::inner"
                 ),

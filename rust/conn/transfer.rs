@@ -2,26 +2,28 @@
 
 //! Moving bytes on an established connection: `send` copies from the caller's message
 //! straight into the peer's ring, `recv` from the own ring into the reader's message
-//! (one copy each way); a blocking call that must wait spins for `spin_us`, then posts a
-//! wait request and sleeps until the doorbell wakes it.
+//! (one copy each way); a blocking call that must wait spins first as its socket's setting
+//! and the direction's recent waits say (`proto/spin.rs`), then posts a wait request and
+//! sleeps until the doorbell wakes it.
 
-use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx};
+use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx, SpinSetting};
 use crate::fabric::memory::msg_iter;
 use crate::fabric::Fabric;
 use crate::proto::error::ProtocolError;
 use crate::proto::queue::PeerWriterState;
+use crate::proto::spin::SpinHistory;
 use crate::proto::state::{self, Local, Peer, RecvEnd, SendEnd};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::Msg;
-use crate::sys::task::send_sigpipe;
+use crate::sys::task::{cpu_contended, send_sigpipe};
 use core::ffi::c_int;
 use kernel::prelude::*;
 
 impl Conn {
     /// `sendmsg`: copies from the message straight into the peer's ring; gathering (`how`)
     /// decides when the bytes are published. A blocking send that finds the ring full
-    /// polls for `spin_us` microseconds before it sleeps.
+    /// spins first as `spin` says.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn send(
         &self,
@@ -31,7 +33,7 @@ impl Conn {
         len: usize,
         flags: c_int,
         how: Gathering,
-        (nonblock, spin_us): (bool, u32),
+        (nonblock, spin): (bool, SpinSetting),
     ) -> Result<c_int> {
         let iter = msg_iter(msg);
         let nosignal = flags & bindings::MSG_NOSIGNAL as c_int != 0;
@@ -140,7 +142,7 @@ impl Conn {
             if flushed {
                 self.notify_peer(fabric, peer_id);
             }
-            if own.spin(spin_us, || self.send_ready()) {
+            if self.spin_first(own, spin, |i| &mut i.spin_send, || self.send_ready()) {
                 continue;
             }
             let r = own.wait(&mut timeo, || {
@@ -161,6 +163,26 @@ impl Conn {
                 return partial(sent, e);
             }
         }
+    }
+
+    /// The spinning phase of a wait: polls `ready` for as long as `setting` and the
+    /// direction's recent waits (`history`) say, and records how it ended; true when it
+    /// became ready.
+    fn spin_first(
+        &self,
+        own: &impl Caller,
+        setting: SpinSetting,
+        history: impl Fn(&mut Inner) -> &mut SpinHistory,
+        ready: impl FnMut() -> bool,
+    ) -> bool {
+        let contended = matches!(setting, SpinSetting::Adaptive) && cpu_contended();
+        let us = history(&mut self.inner.lock()).plan(setting, contended);
+        if us == 0 {
+            return false;
+        }
+        let hit = own.spin(us, ready);
+        history(&mut self.inner.lock()).record(hit);
+        hit
     }
 
     /// Whether a blocking send would make progress now: ring space, or the connection
@@ -199,7 +221,7 @@ impl Conn {
     }
 
     /// `recvmsg`: copies out of this end's ring into the message. A blocking receive that
-    /// finds the ring empty polls for `spin_us` microseconds before it sleeps.
+    /// finds the ring empty spins first as `spin` says.
     pub(crate) fn recv(
         &self,
         fabric: &dyn Fabric,
@@ -207,7 +229,7 @@ impl Conn {
         msg: Msg,
         len: usize,
         flags: c_int,
-        (nonblock, spin_us): (bool, u32),
+        (nonblock, spin): (bool, SpinSetting),
     ) -> Result<c_int> {
         let flags = flags as u32;
         if flags & bindings::MSG_OOB != 0 {
@@ -293,7 +315,7 @@ impl Conn {
                 return partial(copied, EAGAIN);
             }
             drop(g);
-            if own.spin(spin_us, || self.recv_ready()) {
+            if self.spin_first(own, spin, |i| &mut i.spin_recv, || self.recv_ready()) {
                 continue;
             }
             let r = own.wait(&mut timeo, || {

@@ -227,4 +227,5 @@ pub(crate) mod region;
 pub(crate) mod resume;
 pub(crate) mod ring;
 pub(crate) mod segment;
+pub(crate) mod spin;
 pub(crate) mod state;

@@ -19,7 +19,7 @@ mod read_sock;
 
 use crate::config::rules::{Decision, FallbackReason, Ip, NodeId};
 use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
-use crate::conn::{Conn, Gathering, Phase};
+use crate::conn::{Conn, Gathering, Phase, SpinSetting};
 use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::proto::frame::Frame;
@@ -214,11 +214,12 @@ impl SciSock {
         }
     }
 
-    /// How long a blocking send or receive polls before it sleeps (microseconds).
-    fn spin_us(&self) -> u32 {
+    /// How a blocking send or receive spins before it sleeps: the socket's
+    /// `SCI_SPIN_US`, else the `spin_us` module parameter (adaptive unless set).
+    fn spin(&self) -> SpinSetting {
         match self.spin_us.load(Ordering::Relaxed) {
-            SPIN_DEFAULT => default_spin_us(),
-            v => v,
+            SPIN_DEFAULT => default_spin_us().map_or(SpinSetting::Adaptive, SpinSetting::Fixed),
+            v => SpinSetting::Fixed(v),
         }
     }
 
@@ -619,7 +620,7 @@ impl SciSock {
             len,
             flags,
             how,
-            (nonblock, self.spin_us()),
+            (nonblock, self.spin()),
         )
     }
 
@@ -637,7 +638,7 @@ impl SciSock {
                     msg,
                     len,
                     flags,
-                    (nonblock, self.spin_us()),
+                    (nonblock, self.spin()),
                 );
                 return match r {
                     // The ring is empty and the fabric path lost: the rest comes over TCP.

@@ -22,11 +22,12 @@ pub(crate) fn connect_timeout() -> c_long {
 pub(crate) const SPIN_US_MAX: u32 = 10_000;
 
 /// The `spin_us` module parameter: microseconds a blocking send or receive polls before
-/// it sleeps, for sockets that did not set `SCI_SPIN_US`.
-pub(crate) fn default_spin_us() -> u32 {
+/// it sleeps, for sockets that did not set `SCI_SPIN_US`; `None` (any negative value, -1
+/// the default) when it spins adaptively (`proto/spin.rs`).
+pub(crate) fn default_spin_us() -> Option<u32> {
     // SAFETY: reads a module parameter.
     let v = unsafe { bindings::sci_spin_us_param() };
-    u32::try_from(v).unwrap_or(0).min(SPIN_US_MAX)
+    u32::try_from(v).ok().map(|us| us.min(SPIN_US_MAX))
 }
 
 /// The `failover_ms` module parameter: how long an SCI connection whose fabric path was

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a socket call does to the task that made it, beyond its return value.
+//! The task that makes a socket call: what the call does to it beyond its return value,
+//! and whether it may keep its CPU busy.
 
 use crate::sys::bindings;
 
@@ -8,4 +9,12 @@ use crate::sys::bindings;
 pub(crate) fn send_sigpipe() {
     // SAFETY: signals the current task.
     unsafe { bindings::sci_send_sigpipe() }
+}
+
+/// Whether other tasks wait to run on this CPU: an adaptive spin gives the CPU up then (on
+/// one CPU, the task being waited for may be one of them).
+pub(crate) fn cpu_contended() -> bool {
+    // SAFETY: reads the run queue length of the current CPU; a stale answer only makes a
+    // spin shorter or longer.
+    !unsafe { bindings::sci_single_task_running() }
 }

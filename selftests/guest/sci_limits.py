@@ -13,8 +13,9 @@
       SCI connections are closed, new connections take the SCI path again.
 
   sci_limits.py spin
-      The SCI_SPIN_US socket option and the spin_us module parameter: values, limits,
-      errors, and ping-pong plus a checksummed stream with waits that spin first.
+      The SCI_SPIN_US socket option and the spin_us module parameter: the adaptive
+      default, values, limits, errors, and ping-pong plus a checksummed stream with waits
+      that spin first (a fixed spin, then adaptive spinning).
 
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
@@ -176,6 +177,9 @@ def spin():
     srv = listener()
     cli, acc = pair(srv)
     expect(info(cli)[0] == MODE_SCI, "the connection is SCI")
+    with open(SPIN_PARAM) as f:
+        expect(f.read().strip() == "-1", "spin_us is -1 (adaptive) by default")
+    expect(get(cli) == -1, "a new socket spins adaptively (SCI_SPIN_US reads -1)")
     set_param(0)
     expect(get(cli) == 0, "a new socket follows the module parameter (0)")
     set_param(7)
@@ -196,10 +200,21 @@ def spin():
         sys.exit("FAIL: a 1-byte SCI_SPIN_US accepted")
     except OSError as e:
         expect(e.errno == 22, "a short SCI_SPIN_US: EINVAL")
-    # Waits that spin first: ping-pong, and a stream through a full ring, both checked.
+    # Waits that spin first: ping-pong, and a stream through a full ring, both checked;
+    # with a fixed spin, then with adaptive spinning (the default).
     set_param(0)
     for s in (cli, acc):
         s.setsockopt(SOL_SCI, SCI_SPIN_US, 200)
+    spinning_traffic(cli, acc, "SCI_SPIN_US 200")
+    set_param(-1)
+    for s in (cli, acc):
+        s.setsockopt(SOL_SCI, SCI_SPIN_US, -1)
+        expect(get(s) == -1, "SCI_SPIN_US -1 with spin_us -1: adaptive")
+    spinning_traffic(cli, acc, "adaptive")
+
+
+def spinning_traffic(cli, acc, how):
+    """2000 checked ping-pongs, then a stream through a full ring, checked."""
     for i in range(2000):
         msg = i.to_bytes(4, "little") * 4
         cli.sendall(msg)
@@ -208,7 +223,7 @@ def spin():
         acc.sendall(msg)
         if cli.recv(16, socket.MSG_WAITALL) != msg:
             sys.exit(f"FAIL: pong {i} came back different")
-    print("ok: 2000 ping-pongs with spinning waits")
+    print(f"ok: 2000 ping-pongs with spinning waits ({how})")
     total = 8 * RING
     block = hashlib.sha256(b"spin").digest() * 2048
     sent = hashlib.sha256()
@@ -231,8 +246,8 @@ def spin():
         got.update(data)
         n += len(data)
     t.join()
-    expect(n == total and got.hexdigest() == sent.hexdigest(), "a stream through a full ring with spinning waits, intact")
-    set_param(0)
+    expect(n == total and got.hexdigest() == sent.hexdigest(),
+           f"a stream through a full ring with spinning waits ({how}), intact")
 
 
 def main():

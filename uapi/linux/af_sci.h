@@ -38,7 +38,8 @@
 /*
  * SCI_SPIN_US (int): how long a blocking send or receive on the SCI data path polls its
  * queue before it sleeps, in microseconds (0: sleep at once; at most 10000).  A new
- * socket takes the module parameter spin_us; -1 goes back to following it.
+ * socket takes the module parameter spin_us; -1 goes back to following it.  Reads -1
+ * while the socket spins adaptively (spin_us -1, the default: as its recent waits say).
  */
 #define SCI_SPIN_US		3
 

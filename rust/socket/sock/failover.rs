@@ -513,7 +513,14 @@ impl SciSock {
         let plane = &self.stack.plane;
         let from_ring = |own: &OwnSk| {
             let flags = flags | bindings::MSG_DONTWAIT as c_int;
-            conn.recv(plane.fabric(), own, msg, len, flags, (true, 0))
+            conn.recv(
+                plane.fabric(),
+                own,
+                msg,
+                len,
+                flags,
+                (true, SpinSetting::Fixed(0)),
+            )
         };
         loop {
             match self.failover_stage() {

@@ -151,7 +151,12 @@ impl SciSock {
                 &native_family
             }
             bindings::SCI_SPIN_US => {
-                spin = (self.spin_us() as c_int).to_ne_bytes();
+                // -1: adaptive (the module parameter's default).
+                spin = match self.spin() {
+                    SpinSetting::Fixed(us) => us as c_int,
+                    SpinSetting::Adaptive => -1,
+                }
+                .to_ne_bytes();
                 &spin
             }
             _ => return Err(errno(bindings::ENOPROTOOPT)),

@@ -24,9 +24,9 @@ bool sci_loopback_param(void)
 	return READ_ONCE(sci_loopback);
 }
 
-static int spin_us;
+static int spin_us = -1;
 module_param(spin_us, int, 0644);
-MODULE_PARM_DESC(spin_us, "Microseconds a blocking send/receive on the SCI data path polls before sleeping (default 0; per socket: SCI_SPIN_US)");
+MODULE_PARM_DESC(spin_us, "Microseconds a blocking send/receive on the SCI data path polls before sleeping (-1: adaptive, as recent waits say, the default; 0: never; at most 10000; per socket: SCI_SPIN_US)");
 
 int sci_spin_us_param(void)
 {

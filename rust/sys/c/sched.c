@@ -12,6 +12,11 @@ bool sci_need_resched(void)
 	return need_resched();
 }
 
+bool sci_single_task_running(void)
+{
+	return single_task_running();
+}
+
 long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
 
 void sci_sched_current_fifo_low(void)

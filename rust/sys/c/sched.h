@@ -8,6 +8,7 @@
 
 #include <linux/kthread.h>
 #include <linux/sched.h>
+#include <linux/sched/stat.h>
 #include <linux/jiffies.h>
 #include <linux/delay.h>
 
@@ -16,9 +17,13 @@ struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *n
 bool sci_kthread_should_stop(void);
 int sci_kthread_stop(struct task_struct *task);
 
-/* Spinning (spin_us): relax the CPU, and whether to yield it. */
+/*
+ * Spinning (spin_us): relax the CPU, whether to yield it, and whether it is the only
+ * runnable task on this CPU (an adaptive spin's condition, as KVM's halt polling's).
+ */
 void sci_cpu_relax(void);
 bool sci_need_resched(void);
+bool sci_single_task_running(void);
 
 long sci_msecs_to_jiffies(unsigned int msecs);
 

@@ -17,6 +17,7 @@ mod queue_model;
 mod region;
 mod resume;
 mod ring_cursor;
+mod spin;
 mod stress;
 
 use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
