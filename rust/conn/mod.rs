@@ -29,7 +29,7 @@ pub(crate) use nagle::{Gathering, HeldSlots};
 use crate::conn::addr::Addr;
 use crate::fabric::memory::SegMem;
 use crate::fabric::{Fabric, NodeId};
-use crate::proto::frame::{ConnId, QueueOffer, ValidOffer};
+use crate::proto::frame::{ConnId, QueueOffer, RejectReason, ValidOffer};
 use crate::proto::queue::{self, Consumer, Producer, QueueParams};
 use crate::proto::resume::ResumeHeader;
 use crate::proto::ring::CREDIT_AREA_SIZE;
@@ -310,13 +310,12 @@ impl Conn {
         self.wake(Wake::State);
     }
 
-    /// The peer's node rejected the request (`no_room`: it had no memory for the
-    /// queues): the socket falls back.
-    pub(crate) fn rejected(&self, no_room: bool) {
-        self.inner.lock().phase = if no_room {
-            Phase::NoRoom
-        } else {
-            Phase::Refused
+    /// The peer's node rejected the request for `why`: the socket falls back.
+    pub(crate) fn rejected(&self, why: RejectReason) {
+        self.inner.lock().phase = match why {
+            RejectReason::NoResources => Phase::NoRoom,
+            RejectReason::NoListener => Phase::NoListener,
+            _ => Phase::Refused,
         };
         self.set_never_shared();
         self.wake(Wake::State);

@@ -53,7 +53,12 @@ impl Plane<'_> {
                 // heap at close while its peer end still stores into it.
                 if let Some(conn) = self.table.conn_by_id(frame.dst) {
                     if conn.peer_node == from && conn.phase() == Phase::Connecting {
-                        conn.rejected(frame.reason == Reason::Reject(RejectReason::NoResources));
+                        // (A reject decodes with a reject's reason; any other is a refusal.)
+                        let why = match frame.reason {
+                            Reason::Reject(why) => why,
+                            _ => RejectReason::Policy,
+                        };
+                        conn.rejected(why);
                         self.table.connector.kick();
                     }
                 }

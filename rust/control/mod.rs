@@ -23,10 +23,12 @@
 pub(crate) mod connector;
 mod handshake;
 mod listen_queue;
+mod refusals;
 mod table;
 
 pub(crate) use connector::PendingConnect;
 pub(crate) use listen_queue::ListenQueue;
+pub(crate) use refusals::Destination;
 
 use crate::conn::addr::Addr;
 use crate::conn::{Conn, Release, MAX_CONNS, RING_LOG2};
@@ -35,7 +37,7 @@ use crate::proto::frame::ConnId;
 use crate::proto::queue::QueueParams;
 use crate::proto::ring::RingGeometry;
 use crate::sys::kthread::{self, SharedMain, SharedThread};
-use crate::sys::params::FabricParams;
+use crate::sys::params::{refusal_ms, FabricParams};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -133,7 +135,29 @@ impl ControlPlane {
 
     /// Makes a listening socket reachable for SCI connection requests to its address.
     pub(crate) fn listen(&self, queue: Arc<ListenQueue>) -> Result {
-        self.parts.table.listen(queue)
+        let port = queue.addr.port;
+        self.parts.table.listen(queue)?;
+        // Connects to this port may find an SCI listener now.
+        let node = self.parts.fabric.local_node();
+        self.parts.table.refusals.lock().forget_port(node, port);
+        Ok(())
+    }
+
+    /// Whether `what` refused an SCI connect less than `refusal_ms` ago: a connect to it
+    /// falls back at once ([`refusals`]).
+    pub(crate) fn refused_lately(&self, what: &Destination) -> bool {
+        let now = Ktime::ktime_get().to_ns();
+        self.parts.table.refusals.lock().refused(what, now)
+    }
+
+    /// `what` refused an SCI connect: remembered for `refusal_ms`.
+    pub(crate) fn remember_refusal(&self, what: Destination) {
+        let now = Ktime::ktime_get().to_ns();
+        self.parts
+            .table
+            .refusals
+            .lock()
+            .remember(what, now, refusal_ms());
     }
 
     /// Hands a socket with a pending SCI connect to the connector kthread. On `Err` (no

@@ -12,6 +12,7 @@
 
 use super::connector::Connector;
 use super::listen_queue::ListenQueue;
+use super::refusals::Refusals;
 use crate::config::rules::Ip;
 use crate::conn::{Conn, HeldSlots, MAX_CONNS};
 use crate::fabric::{FabricEvents, NodeId, NodeLoss};
@@ -84,6 +85,9 @@ pub(crate) struct Table {
     pub(super) reclaim_now: AtomicBool,
     /// When the listener kthread last swept the table (`ktime_get` ms).
     pub(super) last_sweep_ms: AtomicI64,
+    /// Destinations that refused an SCI connect lately.
+    #[pin]
+    pub(super) refusals: SpinLock<Refusals>,
 }
 
 /// What the fabric delivers.
@@ -121,6 +125,7 @@ impl Table {
             frames.push((0, [0u8; FRAME_SIZE]), GFP_KERNEL)?;
         }
         let held = Arc::new(HeldSlots::new(), GFP_KERNEL)?;
+        let refusals = Refusals::new()?;
         Ok(try_pin_init!(Self {
             conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
             listeners <- kernel::new_spinlock!(listeners, "control::Table::listeners"),
@@ -132,6 +137,7 @@ impl Table {
             closing: AtomicUsize::new(0),
             reclaim_now: AtomicBool::new(false),
             last_sweep_ms: AtomicI64::new(0),
+            refusals <- kernel::new_spinlock!(refusals, "control::Table::refusals"),
         }? Error))
     }
 

@@ -25,8 +25,11 @@ pub(crate) enum Phase {
     Connecting,
     /// Queues in place.
     Established,
-    /// The peer refused; the socket falls back to TCP.
+    /// The peer refused (a full backlog, a bad offer); the socket falls back to TCP.
     Refused,
+    /// The peer's node has no `AF_SCI` listener there; the socket falls back to TCP, and
+    /// the destination is remembered for a while (`control/refusals.rs`).
+    NoListener,
     /// The peer had no memory for the queues; the socket falls back to TCP (reason
     /// `no-memory`, as when this node has none).
     NoRoom,

@@ -14,6 +14,7 @@ pub(crate) struct NetStats {
     sockets: AtomicU64,
     sci_connections: AtomicU64,
     fallbacks: [AtomicU64; FallbackReason::COUNT],
+    refusals_remembered: AtomicU64,
 }
 
 const _: () = {
@@ -30,6 +31,8 @@ pub(crate) struct StatsSnapshot {
     pub(crate) sci_connections: u64,
     /// Connections that fell back, per reason (indexed by the reason's value).
     pub(crate) fallbacks: [u64; FallbackReason::COUNT],
+    /// Of the `peer-rejected` ones, those that asked no peer (`control/refusals.rs`).
+    pub(crate) refusals_remembered: u64,
 }
 
 impl NetStats {
@@ -50,6 +53,11 @@ impl NetStats {
         }
     }
 
+    /// One more connect that fell back on a remembered refusal, asking no peer.
+    pub(crate) fn refusal_remembered(&self) {
+        self.refusals_remembered.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let mut fallbacks = [0; FallbackReason::COUNT];
@@ -60,6 +68,7 @@ impl NetStats {
             sockets: self.sockets.load(Ordering::Relaxed),
             sci_connections: self.sci_connections.load(Ordering::Relaxed),
             fallbacks,
+            refusals_remembered: self.refusals_remembered.load(Ordering::Relaxed),
         }
     }
 }

@@ -37,6 +37,13 @@ pub(crate) fn failover_ms() -> u32 {
     unsafe { bindings::sci_failover_ms_param() }
 }
 
+/// The `refusal_ms` module parameter: how long a destination that refused an SCI connect
+/// is remembered (`control/refusals.rs`); 0 when never.
+pub(crate) fn refusal_ms() -> u32 {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_refusal_ms_param() }
+}
+
 /// Whether the `sci_loopback` module parameter enables the SCI data path.
 pub(crate) fn sci_loopback_enabled() -> bool {
     // SAFETY: reads a module parameter.

@@ -17,11 +17,18 @@
       default, values, limits, errors, and ping-pong plus a checksummed stream with waits
       that spin first (a fixed spin, then adaptive spinning).
 
+  sci_limits.py refusals SCICTL
+      A destination without an AF_SCI listener (a plain TCP server) refuses the SCI
+      connect: the refusal is remembered for refusal_ms, and connects to it meanwhile fall
+      back at once (scictl stats: peer-rejected, and refusals remembered); an AF_SCI
+      listener that opens on that port ends it at once; refusal_ms=0 remembers nothing.
+
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
 """
 import hashlib
 import json
+import os
 import resource
 import socket
 import struct
@@ -250,9 +257,101 @@ def spinning_traffic(cli, acc, how):
            f"a stream through a full ring with spinning waits ({how}), intact")
 
 
+REFUSAL_PARAM = "/sys/module/af_sci/parameters/refusal_ms"
+PLAIN_SERVER = """
+import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(64)
+print("listening", flush=True)
+while True:
+    c, _ = s.accept()
+    c.close()
+"""
+
+
+def refusals(scictl):
+    def stats():
+        r = subprocess.run([scictl, "stats", "--json"], capture_output=True, text=True, check=True)
+        s = json.loads(r.stdout)
+        return s["fallbacks"].get("peer-rejected", 0), s["refusals_remembered"]
+
+    def set_ms(v):
+        with open(REFUSAL_PARAM, "w") as f:
+            f.write(str(v))
+
+    def plain_server(port):
+        """A TCP server with no preload: its port has no AF_SCI listener."""
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        p = subprocess.Popen([sys.executable, "-c", PLAIN_SERVER, str(port)], env=env,
+                             stdout=subprocess.PIPE, text=True)
+        expect(p.stdout.readline().strip() == "listening", f"a plain TCP server listens on {port}")
+        return p
+
+    def connects(port, n):
+        modes = []
+        for _ in range(n):
+            with socket.create_connection(("127.0.0.1", port)) as c:
+                modes.append(info(c))
+        return modes
+
+    with open(REFUSAL_PARAM) as f:
+        saved = f.read().strip()
+    expect(saved == "1000", "refusal_ms is 1000 by default")
+    port = free_port()
+    srv = plain_server(port)
+    try:
+        # Long enough that the slowest host keeps it for the whole test.
+        set_ms(600000)
+        rejected0, remembered0 = stats()
+        modes = connects(port, 20)
+        rejected, remembered = stats()
+        expect(modes == [(0, "peer-rejected")] * 20,
+               f"20 connects to a plain TCP server fall back, reason peer-rejected ({set(modes)})")
+        expect(rejected - rejected0 == 20 and remembered - remembered0 == 19,
+               f"the first asked the peer, the 19 others fell back at once on the remembered "
+               f"refusal (peer-rejected +{rejected - rejected0}, remembered +{remembered - remembered0})")
+        # refusal_ms=0: nothing remembered, every connect asks.
+        set_ms(0)
+        p2 = free_port()
+        srv2 = plain_server(p2)
+        try:
+            _, before = stats()
+            connects(p2, 5)
+            _, after = stats()
+            expect(after == before, f"refusal_ms=0: every connect asks the peer (remembered +{after - before})")
+        finally:
+            srv2.kill()
+            srv2.wait()
+        set_ms(600000)
+    finally:
+        srv.kill()
+        srv.wait()
+    # The port refused a moment ago; an AF_SCI listener opens there: SCI at once.
+    lsn = socket.socket()
+    lsn.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    lsn.bind(("127.0.0.1", port))
+    lsn.listen(8)
+    cli, acc = pair(lsn)
+    expect(info(cli)[0] == MODE_SCI,
+           f"an AF_SCI listener on the refused port ends the refusal at once ({info(cli)})")
+    for s in (cli, acc, lsn):
+        s.close()
+    set_ms(saved)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main():
     if sys.argv[1:2] == ["backpressure"] and len(sys.argv) == 3:
         backpressure(sys.argv[2])
+    elif sys.argv[1:2] == ["refusals"] and len(sys.argv) == 3:
+        refusals(sys.argv[2])
     elif sys.argv[1:] == ["exhaustion"]:
         exhaustion()
     elif sys.argv[1:] == ["spin"]:

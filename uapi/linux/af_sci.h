@@ -183,6 +183,9 @@ enum sci_stats_attr {
 	SCI_STATS_A_SOCKETS,		/* u64: AF_SCI sockets created (socket() and accept()) */
 	SCI_STATS_A_SCI_CONNECTIONS,	/* u64: connections that went over SCI */
 	SCI_STATS_A_FALLBACK,		/* nest: enum sci_fallback_attr, one per reason */
+	SCI_STATS_A_REFUSALS_REMEMBERED, /* u64: of the peer-rejected fallbacks, those that
+					  * asked no peer: the destination had refused less
+					  * than refusal_ms before */
 
 	__SCI_STATS_A_MAX,
 };

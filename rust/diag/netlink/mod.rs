@@ -291,6 +291,11 @@ pub(crate) fn stats_get(_stack: &Stack, req: &Request<'_>) -> Result {
                 stats.sci_connections,
                 pad,
             )?;
+            w.put_u64(
+                sci_stats_attr_SCI_STATS_A_REFUSALS_REMEMBERED as u16,
+                stats.refusals_remembered,
+                pad,
+            )?;
             for (reason, count) in FallbackReason::ALL.iter().zip(stats.fallbacks) {
                 if *reason == FallbackReason::None {
                     continue;

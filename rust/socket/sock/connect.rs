@@ -12,7 +12,7 @@
 
 use super::*;
 use crate::config::host::route_source;
-use crate::control::PendingConnect;
+use crate::control::{Destination, PendingConnect};
 use crate::sys::params::CONNECT_TIMEOUT_MS;
 use kernel::time::Ktime;
 
@@ -156,7 +156,30 @@ impl SciSock {
             return Err(FallbackReason::NoFabric);
         }
         let dest = if local { effective_dest(dest) } else { dest };
+        // No AF_SCI listener there a moment ago: TCP at once (`control/refusals.rs`).
+        if plane.refused_lately(&self.destination(own, node, (dest, port))) {
+            own.stats().refusal_remembered();
+            return Err(FallbackReason::PeerRejected);
+        }
         self.send_request(own, native, node, local, (dest, port))
+    }
+
+    /// The destination an SCI connect request to `dest:port` on `node` names: its
+    /// listener's address and port, in this socket's namespace on this node and in the
+    /// initial one on another.
+    fn destination(
+        &self,
+        own: &OwnSk,
+        node: crate::fabric::NodeId,
+        (dest, port): (Ip, u16),
+    ) -> Destination {
+        let local = node == self.stack.plane.fabric().local_node();
+        Destination {
+            node,
+            ip: dest.canonical(),
+            port,
+            namespace: if local { own.namespace().0 } else { 0 },
+        }
     }
 
     /// Binds the native socket and mails the SCI connect request to the listener of
@@ -255,8 +278,14 @@ impl SciSock {
             }
             phase => {
                 self.abandon(&conn);
+                if phase == Phase::NoListener {
+                    if let Some(dest) = conn.peer.ip_port() {
+                        let what = self.destination(own, conn.peer_node, dest);
+                        self.stack.plane.remember_refusal(what);
+                    }
+                }
                 Err(match phase {
-                    Phase::Refused => FallbackReason::PeerRejected,
+                    Phase::Refused | Phase::NoListener => FallbackReason::PeerRejected,
                     Phase::NoRoom => FallbackReason::NoMemory,
                     // No answer in time, the node went down first, or a signal cut the
                     // wait short.

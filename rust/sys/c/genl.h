@@ -75,6 +75,7 @@ struct sci_net_stats {
 	u64	sockets;
 	u64	sci_connections;
 	u64	fallbacks[__SCI_FALLBACK_MAX];
+	u64	refusals_remembered;
 };
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);

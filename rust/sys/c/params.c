@@ -42,6 +42,15 @@ unsigned int sci_failover_ms_param(void)
 	return READ_ONCE(failover_ms);
 }
 
+static unsigned int refusal_ms = 1000;
+module_param(refusal_ms, uint, 0644);
+MODULE_PARM_DESC(refusal_ms, "How long a destination that refused an SCI connect (no AF_SCI listener there) is remembered: connects to it meanwhile fall back to TCP at once (ms; 0: never remembered; default 1000)");
+
+unsigned int sci_refusal_ms_param(void)
+{
+	return READ_ONCE(refusal_ms);
+}
+
 static bool fabric_selftest;
 module_param(fabric_selftest, bool, 0444);
 MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");

@@ -16,6 +16,8 @@ int sci_family_param(void);
 bool sci_loopback_param(void);
 /* "failover_ms" (default 1000): how long a move onto TCP may take; 0 turns it off. Writable. */
 unsigned int sci_failover_ms_param(void);
+/* "refusal_ms" (default 1000): how long a refused SCI destination is remembered. Writable. */
+unsigned int sci_refusal_ms_param(void);
 /* "spin_us" (default 0): how long a blocking call polls before sleeping. Writable. */
 int sci_spin_us_param(void);
 /* "fabric_selftest" (default off). */

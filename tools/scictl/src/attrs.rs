@@ -71,6 +71,7 @@ pub mod stats_a {
     pub const SOCKETS: u16 = 2;
     pub const SCI_CONNECTIONS: u16 = 3;
     pub const FALLBACK: u16 = 4;
+    pub const REFUSALS_REMEMBERED: u16 = 5;
 }
 
 /// `enum sci_fallback_attr`.
@@ -358,13 +359,16 @@ pub enum StatsAttr {
     Sockets(u64),
     SciConnections(u64),
     Fallback(Vec<FallbackAttr>),
+    RefusalsRemembered(u64),
     Other(DefaultNla),
 }
 
 impl Nla for StatsAttr {
     fn value_len(&self) -> usize {
         match self {
-            StatsAttr::Sockets(_) | StatsAttr::SciConnections(_) => 8,
+            StatsAttr::Sockets(_)
+            | StatsAttr::SciConnections(_)
+            | StatsAttr::RefusalsRemembered(_) => 8,
             StatsAttr::Fallback(attrs) => nested_len(attrs),
             StatsAttr::Other(nla) => nla.value_len(),
         }
@@ -374,6 +378,7 @@ impl Nla for StatsAttr {
         match self {
             StatsAttr::Sockets(_) => stats_a::SOCKETS,
             StatsAttr::SciConnections(_) => stats_a::SCI_CONNECTIONS,
+            StatsAttr::RefusalsRemembered(_) => stats_a::REFUSALS_REMEMBERED,
             StatsAttr::Fallback(_) => stats_a::FALLBACK | NLA_F_NESTED,
             StatsAttr::Other(nla) => nla.kind(),
         }
@@ -381,9 +386,9 @@ impl Nla for StatsAttr {
 
     fn emit_value(&self, buffer: &mut [u8]) {
         match self {
-            StatsAttr::Sockets(v) | StatsAttr::SciConnections(v) => {
-                emit_u64(buffer, *v).unwrap_or_default()
-            }
+            StatsAttr::Sockets(v)
+            | StatsAttr::SciConnections(v)
+            | StatsAttr::RefusalsRemembered(v) => emit_u64(buffer, *v).unwrap_or_default(),
             StatsAttr::Fallback(attrs) => emit_nested(attrs, buffer),
             StatsAttr::Other(nla) => nla.emit_value(buffer),
         }
@@ -396,6 +401,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
         Ok(match buf.kind() {
             stats_a::SOCKETS => StatsAttr::Sockets(parse_u64(p)?),
             stats_a::SCI_CONNECTIONS => StatsAttr::SciConnections(parse_u64(p)?),
+            stats_a::REFUSALS_REMEMBERED => StatsAttr::RefusalsRemembered(parse_u64(p)?),
             stats_a::FALLBACK => StatsAttr::Fallback(parse_nlas(p)?),
             _ => StatsAttr::Other(DefaultNla::parse(buf)?),
         })

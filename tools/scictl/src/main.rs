@@ -425,6 +425,7 @@ mod tests {
                 ("SOCKETS", stats_a::SOCKETS.into()),
                 ("SCI_CONNECTIONS", stats_a::SCI_CONNECTIONS.into()),
                 ("FALLBACK", stats_a::FALLBACK.into()),
+                ("REFUSALS_REMEMBERED", stats_a::REFUSALS_REMEMBERED.into()),
             ],
         );
         check(

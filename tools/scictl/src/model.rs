@@ -109,6 +109,8 @@ pub struct Stats {
     pub sci_connections: u64,
     /// (reason, count), in the kernel's order.
     pub fallbacks: Vec<(u32, u64)>,
+    /// Of the peer-rejected fallbacks, those that asked no peer (a remembered refusal).
+    pub refusals_remembered: u64,
 }
 
 /// Decodes a `SCI_CMD_STATS_GET` reply.
@@ -122,6 +124,7 @@ pub fn stats(attrs: &[SciAttr]) -> Stats {
             match a {
                 StatsAttr::Sockets(v) => out.sockets = *v,
                 StatsAttr::SciConnections(v) => out.sci_connections = *v,
+                StatsAttr::RefusalsRemembered(v) => out.refusals_remembered = *v,
                 StatsAttr::Fallback(f) => {
                     let reason = f.iter().find_map(|a| match a {
                         FallbackAttr::Reason(r) => Some(*r),
@@ -321,6 +324,10 @@ pub fn stats_text(stats: &Stats) -> String {
     for (reason, count) in &stats.fallbacks {
         out.push_str(&format!("  {:<width$}  {count}\n", reason_name(*reason)));
     }
+    out.push_str(&format!(
+        "peer-rejected at once (a remembered refusal, no peer asked):  {}\n",
+        stats.refusals_remembered
+    ));
     out
 }
 
@@ -335,6 +342,7 @@ pub fn stats_json(stats: &Stats) -> Value {
         "sockets": stats.sockets,
         "sci_connections": stats.sci_connections,
         "fallbacks": fallbacks,
+        "refusals_remembered": stats.refusals_remembered,
     })
 }
 
@@ -525,6 +533,7 @@ mod tests {
             StatsAttr::Fallback(vec![FallbackAttr::Reason(1), FallbackAttr::Count(3)]),
             StatsAttr::Fallback(vec![FallbackAttr::Reason(3), FallbackAttr::Count(1)]),
             StatsAttr::Fallback(vec![FallbackAttr::Reason(42), FallbackAttr::Count(5)]),
+            StatsAttr::RefusalsRemembered(7),
         ])]);
         let s = stats(&reply);
         assert_eq!(
@@ -533,16 +542,18 @@ mod tests {
                 sockets: 12,
                 sci_connections: 2,
                 fallbacks: vec![(1, 3), (3, 1), (42, 5)],
+                refusals_remembered: 7,
             }
         );
         assert_eq!(
             stats_text(&s),
-            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\n"
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\n"
         );
         assert_eq!(
             stats_json(&s),
             json!({"sockets": 12, "sci_connections": 2,
-                   "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5}})
+                   "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5},
+                   "refusals_remembered": 7})
         );
     }
 

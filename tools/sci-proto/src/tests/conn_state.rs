@@ -214,6 +214,7 @@ fn releases() {
     for phase in [
         Phase::Connecting,
         Phase::Refused,
+        Phase::NoListener,
         Phase::NoRoom,
         Phase::Unanswered,
     ] {
