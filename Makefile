@@ -95,6 +95,7 @@ bench: module tools
 	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
 	[ $$plain = 0 ] || echo "make bench: the inter-VM part over ivshmem-plain FAILED (status $$plain)"; \
 	[ $$block = 0 ] || echo "make bench: the block-device part FAILED (status $$block)"; \
+	echo; $(TOP)/selftests/bench/aims; \
 	[ $$one = 0 ] && [ $$pair = 0 ] && [ $$plain = 0 ] && [ $$block = 0 ]
 
 clean:
