@@ -250,6 +250,13 @@ impl Conn {
         self.inner.lock().peer_id
     }
 
+    /// Whether this end is established with its peer end in channel `slot` of its peer
+    /// node, and that end is not known lost (a lost one's node may free its slot).
+    pub(crate) fn holds_peer_slot(&self, slot: u32) -> bool {
+        let g = self.inner.lock();
+        g.phase == Phase::Established && !g.peer_lost && g.peer_id.slot == slot
+    }
+
     /// Builds the queues from the peer's validated offer and its mapped segment.
     pub(crate) fn establish(
         &self,

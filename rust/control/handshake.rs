@@ -97,6 +97,15 @@ impl Plane<'_> {
         if !queue::rx_area_matches(&seg, offer.rx_area, params) {
             return Err(AcceptRefused::StaleArea);
         }
+        // A forged answer may name the segment of another of our connections with this
+        // node, whose receive area it found set up with the same generation by chance:
+        // a second end writing into that ring would end the other connection. (Looked
+        // at last: it walks the table, and a flood of forged frames must not hold up the
+        // listener kthread. Within this node no one forges, and a closed end's slot is
+        // free at once.)
+        if from != self.fabric.local_node() && self.table.peer_slot_held(from, frame.src.slot) {
+            return Err(AcceptRefused::PeerSlotHeld);
+        }
         conn.establish(frame.src, offer, seg)
             .map_err(AcceptRefused::Establish)
     }
@@ -147,6 +156,13 @@ impl Plane<'_> {
         else {
             return self.reject(from, request, RejectReason::BadOffer);
         };
+        // A requester's channel is new: one that is the peer end of an open connection
+        // of ours (a forged request naming it with its generation) would get a second
+        // end writing into that connection's ring. (Last, as in `take_accept`: it walks
+        // the table. Within this node no one forges.)
+        if from != self.fabric.local_node() && self.table.peer_slot_held(from, request.src.slot) {
+            return self.reject(from, request, RejectReason::BadOffer);
+        }
         let local = Addr::inet(dst_ip, request.dst_port, queue.addr.v6);
         let peer = Addr::inet(src_ip, request.src_port, queue.addr.v6);
         let conn = match self.new_conn(from, Some(request.src.generation), offer.start, local, peer)
@@ -180,6 +196,8 @@ enum AcceptRefused {
     BadOffer,
     /// Its receive area is not set up for this connection.
     StaleArea,
+    /// Its segment is the peer end of an open connection of ours already.
+    PeerSlotHeld,
     /// The queues could not be built on it.
     Establish(Error),
 }
@@ -198,6 +216,7 @@ fn accept_refused(why: AcceptRefused) {
         AcceptRefused::NoSegment(e) => ("its segment does not map", e.to_errno()),
         AcceptRefused::BadOffer => ("its offer does not fit its segment", 0),
         AcceptRefused::StaleArea => ("its receive area is not this connection's", 0),
+        AcceptRefused::PeerSlotHeld => ("its channel is an open connection's peer end", 0),
         AcceptRefused::Establish(e) => ("its queues cannot be built", e.to_errno()),
     };
     pr_warn!(

@@ -221,6 +221,21 @@ impl Table {
             _ => None,
         }
     }
+    /// Whether an open connection of this node is established with its peer end in
+    /// `node`'s channel `slot`: that channel is then that end's until ours closes (a
+    /// closed peer end's slot waits for ours, `Plane::free_conn`), so a frame naming it
+    /// for a new connection is forged or stale. (The table lock is taken per slot: a
+    /// connection's own lock sleeps.)
+    pub(super) fn peer_slot_held(&self, node: NodeId, slot: u32) -> bool {
+        (0..MAX_CONNS).any(|i| {
+            let conn = match self.conns.lock().as_slice().get(i) {
+                Some((_, Slot::Used(c))) if c.peer_node == node => c.clone(),
+                _ => return false,
+            };
+            conn.holds_peer_slot(slot)
+        })
+    }
+
     /// The connection `id`, open or closing, if its slot still holds that generation.
     pub(super) fn conn_or_closing_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
         let g = self.conns.lock();
