@@ -166,8 +166,9 @@ impl Conn {
     }
 
     /// The spinning phase of a wait: polls `ready` for as long as `setting` and the
-    /// direction's recent waits (`history`) say, and records how it ended; true when it
-    /// became ready.
+    /// direction's recent waits (`history`) say, and records how an adaptive spin ended;
+    /// true when it became ready. A fixed setting needs no history, so it takes no lock
+    /// (`spin_us=0` costs a wait nothing).
     fn spin_first(
         &self,
         own: &impl Caller,
@@ -175,8 +176,10 @@ impl Conn {
         history: impl Fn(&mut Inner) -> &mut SpinHistory,
         ready: impl FnMut() -> bool,
     ) -> bool {
-        let contended = matches!(setting, SpinSetting::Adaptive) && cpu_contended();
-        let us = history(&mut self.inner.lock()).plan(setting, contended);
+        if let SpinSetting::Fixed(us) = setting {
+            return own.spin(us, ready);
+        }
+        let us = history(&mut self.inner.lock()).plan(setting, cpu_contended());
         if us == 0 {
             return false;
         }

@@ -38,11 +38,22 @@ import threading
 import time
 
 SOL_SCI, SCI_INFO, SCI_SPIN_US = 300, 1, 3
-SPIN_PARAM = "/sys/module/af_sci/parameters/spin_us"
+PARAMS = "/sys/module/af_sci/parameters"
 MODE_SCI = 1
 REASONS = {0: "none", 1: "no-fabric", 2: "not-mapped", 3: "port-excluded",
            4: "peer-rejected", 5: "no-memory", 6: "timeout", 7: "peer-tcp", 8: "failover"}
 RING = 256 << 10  # the receive ring of each connection end (rust/sci_conn.rs RING_LOG2)
+
+
+def param(name):
+    """af_sci's module parameter `name`, as its sysfs file reads."""
+    with open(f"{PARAMS}/{name}") as f:
+        return f.read().strip()
+
+
+def set_param(name, value):
+    with open(f"{PARAMS}/{name}", "w") as f:
+        f.write(str(value))
 
 
 def info(sock):
@@ -177,22 +188,17 @@ def spin():
     def get(s):
         return struct.unpack("i", s.getsockopt(SOL_SCI, SCI_SPIN_US, 4))[0]
 
-    def set_param(v):
-        with open(SPIN_PARAM, "w") as f:
-            f.write(str(v))
-
     srv = listener()
     cli, acc = pair(srv)
     expect(info(cli)[0] == MODE_SCI, "the connection is SCI")
-    with open(SPIN_PARAM) as f:
-        expect(f.read().strip() == "-1", "spin_us is -1 (adaptive) by default")
+    expect(param("spin_us") == "-1", "spin_us is -1 (adaptive) by default")
     expect(get(cli) == -1, "a new socket spins adaptively (SCI_SPIN_US reads -1)")
-    set_param(0)
+    set_param("spin_us", 0)
     expect(get(cli) == 0, "a new socket follows the module parameter (0)")
-    set_param(7)
+    set_param("spin_us", 7)
     expect(get(cli) == 7, "... and its changes (7)")
     cli.setsockopt(SOL_SCI, SCI_SPIN_US, 50)
-    set_param(9)
+    set_param("spin_us", 9)
     expect(get(cli) == 50, "SCI_SPIN_US 50 sticks, whatever the parameter says")
     cli.setsockopt(SOL_SCI, SCI_SPIN_US, -1)
     expect(get(cli) == 9, "SCI_SPIN_US -1 follows the parameter again")
@@ -209,11 +215,11 @@ def spin():
         expect(e.errno == 22, "a short SCI_SPIN_US: EINVAL")
     # Waits that spin first: ping-pong, and a stream through a full ring, both checked;
     # with a fixed spin, then with adaptive spinning (the default).
-    set_param(0)
+    set_param("spin_us", 0)
     for s in (cli, acc):
         s.setsockopt(SOL_SCI, SCI_SPIN_US, 200)
     spinning_traffic(cli, acc, "SCI_SPIN_US 200")
-    set_param(-1)
+    set_param("spin_us", -1)
     for s in (cli, acc):
         s.setsockopt(SOL_SCI, SCI_SPIN_US, -1)
         expect(get(s) == -1, "SCI_SPIN_US -1 with spin_us -1: adaptive")
@@ -257,7 +263,6 @@ def spinning_traffic(cli, acc, how):
            f"a stream through a full ring with spinning waits ({how}), intact")
 
 
-REFUSAL_PARAM = "/sys/module/af_sci/parameters/refusal_ms"
 PLAIN_SERVER = """
 import socket, sys
 s = socket.socket()
@@ -277,10 +282,6 @@ def refusals(scictl):
         s = json.loads(r.stdout)
         return s["fallbacks"].get("peer-rejected", 0), s["refusals_remembered"]
 
-    def set_ms(v):
-        with open(REFUSAL_PARAM, "w") as f:
-            f.write(str(v))
-
     def plain_server(port):
         """A TCP server with no preload: its port has no AF_SCI listener."""
         env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
@@ -296,14 +297,13 @@ def refusals(scictl):
                 modes.append(info(c))
         return modes
 
-    with open(REFUSAL_PARAM) as f:
-        saved = f.read().strip()
+    saved = param("refusal_ms")
     expect(saved == "1000", "refusal_ms is 1000 by default")
     port = free_port()
     srv = plain_server(port)
     try:
         # Long enough that the slowest host keeps it for the whole test.
-        set_ms(600000)
+        set_param("refusal_ms", 600000)
         rejected0, remembered0 = stats()
         modes = connects(port, 20)
         rejected, remembered = stats()
@@ -313,7 +313,7 @@ def refusals(scictl):
                f"the first asked the peer, the 19 others fell back at once on the remembered "
                f"refusal (peer-rejected +{rejected - rejected0}, remembered +{remembered - remembered0})")
         # refusal_ms=0: nothing remembered, every connect asks.
-        set_ms(0)
+        set_param("refusal_ms", 0)
         p2 = free_port()
         srv2 = plain_server(p2)
         try:
@@ -324,7 +324,7 @@ def refusals(scictl):
         finally:
             srv2.kill()
             srv2.wait()
-        set_ms(600000)
+        set_param("refusal_ms", 600000)
     finally:
         srv.kill()
         srv.wait()
@@ -338,7 +338,7 @@ def refusals(scictl):
            f"an AF_SCI listener on the refused port ends the refusal at once ({info(cli)})")
     for s in (cli, acc, lsn):
         s.close()
-    set_ms(saved)
+    set_param("refusal_ms", saved)
 
 
 def free_port():

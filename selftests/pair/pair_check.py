@@ -212,6 +212,23 @@ def sh(cmd):
     return subprocess.run(cmd, shell=True, capture_output=True, text=True)
 
 
+PARAMS = "/sys/module/af_sci/parameters"
+
+
+def param(name):
+    """af_sci's module parameter `name`, as its sysfs file reads."""
+    with open(f"{PARAMS}/{name}") as f:
+        return f.read().strip()
+
+
+def set_param(name, value):
+    """Sets af_sci's module parameter `name`; returns what it was, to put back."""
+    before = param(name)
+    with open(f"{PARAMS}/{name}", "w") as f:
+        f.write(str(value))
+    return before
+
+
 def info(sock):
     """(mode, fallback reason) from SCI_INFO; ("tcp", "-") for a plain TCP socket."""
     try:
