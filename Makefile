@@ -18,6 +18,10 @@
 #                vs TCP over virtio-net), the same over ivshmem-plain (no interrupts:
 #                ping-pong and streams), then fio over NBD and iSCSI between two guests
 #                (selftests/bench/bench-block); tables printed, results in build/bench/
+#   make install / make uninstall  the module (lib/modules/KVER/updates, depmod), tools,
+#                preload library, man pages, af_sci.service and example configuration
+#                (DESTDIR, PREFIX=/usr/local, KDIR honoured)
+#   make dkms-source  the module's source and dkms.conf in DESTDIR/usr/src/af_sci-VERSION
 #   make clean
 
 SHELL := /bin/bash
@@ -32,7 +36,8 @@ else
 KERNEL_DEP :=
 endif
 
-.PHONY: all deps kernel module tools selftests test test-debug fuzz run clean clippy
+.PHONY: all deps kernel module tools selftests test test-debug fuzz run clean clippy \
+	install uninstall dkms-source
 
 all: module tools selftests
 
@@ -80,6 +85,19 @@ fuzz: deps tools
 
 run: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/guest/demo
+
+# Installing (scripts/install.sh; Documentation/af_sci.rst, "Installing"): DESTDIR stages,
+# PREFIX (/usr/local) is where the tools go, KDIR the kernel the module is built for.
+PREFIX ?= /usr/local
+VERSION ?= 0.1+$(shell git -C $(TOP) rev-parse --short HEAD 2>/dev/null || echo local)
+install: module tools
+	@KDIR=$(KDIR) DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) $(TOP)/scripts/install.sh install
+
+uninstall:
+	@DESTDIR=$(DESTDIR) PREFIX=$(PREFIX) $(TOP)/scripts/install.sh uninstall
+
+dkms-source:
+	@DESTDIR=$(DESTDIR) VERSION=$(VERSION) $(TOP)/scripts/install.sh dkms-source
 
 # Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
 # The single-guest part, then the inter-VM part (selftests/bench/bench-pair); both always run and

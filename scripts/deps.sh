@@ -13,6 +13,7 @@ packages=(
 	nginx-light wrk   # selftests: connection churn and 1000 connections (selftests/guest/sci-churn)
 	iperf3   # selftests: an unmodified iperf3 across a failover (selftests/pair/pair-failover-guest)
 	open-iscsi tgt libiscsi-bin fio e2fsprogs   # selftests: iSCSI over AF_SCI (selftests/guest/iscsi-sci)
+	dkms   # selftests/install/dkms-test: the module built by DKMS (make dkms-source)
 )
 
 missing=()
@@ -24,6 +25,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 	sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
 	"${sudo_cmd[@]}" apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+# /lib/modules: every machine with a kernel has it, a container may not. The install test
+# mounts an empty tmpfs on it in its guest (whose root is this machine's, read-only).
+if [ ! -d /lib/modules ]; then
+	echo "deps: mkdir /lib/modules" >&2
+	sudo_cmd=(); [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+	"${sudo_cmd[@]}" mkdir -p /lib/modules
 fi
 
 if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then

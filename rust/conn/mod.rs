@@ -44,7 +44,7 @@ use crate::sys::net::{
 };
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
-use core::sync::atomic::{AtomicI64, Ordering};
+use core::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::time::Ktime;
@@ -141,6 +141,10 @@ pub(crate) struct Conn {
     pub(crate) peer: Addr,
     /// The table's record of which connections hold bytes back (gathering).
     slots: Arc<HeldSlots>,
+    /// The peer end's channel once established (`u32::MAX` before): read without the
+    /// mutex by the table's check of a request against the connections it already has
+    /// ([`Conn::may_hold_peer_slot`]), which a flood of forged frames runs per frame.
+    peer_slot: AtomicU32,
 }
 
 /// What a send or receive that stopped early reports: the bytes it moved, if any, else
@@ -225,6 +229,7 @@ impl Conn {
                 local,
                 peer,
                 slots,
+                peer_slot: AtomicU32::new(u32::MAX),
             }),
             GFP_KERNEL,
         )
@@ -255,6 +260,12 @@ impl Conn {
     pub(crate) fn holds_peer_slot(&self, slot: u32) -> bool {
         let g = self.inner.lock();
         g.phase == Phase::Established && !g.peer_lost && g.peer_id.slot == slot
+    }
+
+    /// A cheap first test for [`Conn::holds_peer_slot`], without the mutex: false means
+    /// this end is not established with the peer end in channel `slot`.
+    pub(crate) fn may_hold_peer_slot(&self, slot: u32) -> bool {
+        self.peer_slot.load(Ordering::Relaxed) == slot
     }
 
     /// Builds the queues from the peer's validated offer and its mapped segment.
@@ -293,6 +304,7 @@ impl Conn {
             return Err(errno(bindings::ECONNABORTED));
         }
         g.peer_id = peer_id;
+        self.peer_slot.store(peer_id.slot, Ordering::Relaxed);
         // The peer's node went down while this end was being set up, after the fabric
         // reset the connections it knew of (this one is in the table already, so a later
         // down finds it): reset it now.

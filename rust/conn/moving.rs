@@ -58,6 +58,11 @@ impl Conn {
             // goes on; it is not a reset.
             return false;
         }
+        // A connection whose path was lost before and that is not moving now was reset
+        // (its move failed, or it could not move): it stays reset, a second loss of the
+        // link does not start another move (its socket's failover said "failed" already,
+        // and the connection would stay marked moving with nobody moving it).
+        let reset_before = g.peer_lost;
         g.peer_lost = true;
         g.peer_gone |= !may_move;
         if g.phase == Phase::Connecting {
@@ -84,7 +89,11 @@ impl Conn {
             self.wake(Wake::State);
             return self.doorbell();
         }
-        let movable = may_move && g.phase == Phase::Established && !g.local.closed && !g.moving;
+        let movable = may_move
+            && !reset_before
+            && g.phase == Phase::Established
+            && !g.local.closed
+            && !g.moving;
         // Under `inner`, as `set_mover` reads `moving`: one of the two starts the move.
         let mover = self.mover.lock().clone().filter(|_| movable);
         if movable {

@@ -22,6 +22,7 @@
 
 pub(crate) mod connector;
 mod handshake;
+mod inbox;
 mod listen_queue;
 mod refusals;
 mod table;
@@ -107,6 +108,7 @@ impl ControlPlane {
         let table = Arc::pin_init(Table::new()?, GFP_KERNEL)?;
         let events: Arc<dyn FabricEvents> = table.clone();
         let fabric = crate::fabric::select::open(events, params, MAX_CONNS)?;
+        table.set_own_node(fabric.local_node());
         let parts = Parts { table, fabric };
         let listener = SharedThread::run(
             Arc::new(ListenerThread(parts.clone()), GFP_KERNEL)?,

@@ -11,10 +11,11 @@
 //! [`Plane`](super::Plane).
 
 use super::connector::Connector;
+use super::inbox::{Dropped, Inbox};
 use super::listen_queue::ListenQueue;
 use super::refusals::Refusals;
 use crate::config::rules::Ip;
-use crate::conn::{Conn, HeldSlots, MAX_CONNS};
+use crate::conn::{once_a_second, Conn, HeldSlots, MAX_CONNS};
 use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{ConnId, FRAME_SIZE};
 use crate::sys::bindings;
@@ -25,15 +26,6 @@ use kernel::sync::{Arc, CondVar, SpinLock};
 
 /// Listening sockets reachable over SCI at once.
 const MAX_LISTENERS: usize = 256;
-/// Inbound control frames waiting for the listener kthread.
-const INBOX_FRAMES: usize = 256;
-
-/// A small ring of inbound frames.
-struct Inbox {
-    frames: KVec<(NodeId, [u8; FRAME_SIZE])>,
-    head: usize,
-    len: usize,
-}
 /// A slot of the connection table (its index is the connection's doorbell channel and
 /// the channel its segment is exported under).
 pub(super) enum Slot {
@@ -120,16 +112,13 @@ impl Table {
         for _ in 0..MAX_LISTENERS {
             listeners.push(None, GFP_KERNEL)?;
         }
-        let mut frames = KVec::with_capacity(INBOX_FRAMES, GFP_KERNEL)?;
-        for _ in 0..INBOX_FRAMES {
-            frames.push((0, [0u8; FRAME_SIZE]), GFP_KERNEL)?;
-        }
+        let inbox = Inbox::new()?;
         let held = Arc::new(HeldSlots::new(), GFP_KERNEL)?;
         let refusals = Refusals::new()?;
         Ok(try_pin_init!(Self {
             conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
             listeners <- kernel::new_spinlock!(listeners, "control::Table::listeners"),
-            inbox <- kernel::new_spinlock!(Inbox { frames, head: 0, len: 0 }, "control::Table::inbox"),
+            inbox <- kernel::new_spinlock!(inbox, "control::Table::inbox"),
             inbox_ready <- kernel::new_condvar!("control::Table::inbox_ready"),
             connector <- Connector::new(),
             held,
@@ -141,31 +130,38 @@ impl Table {
         }? Error))
     }
 
+    /// This node's id, once the fabric is open: its own frames always find room.
+    pub(super) fn set_own_node(&self, own: NodeId) {
+        self.inbox.lock().set_own(own);
+    }
+
+    /// Queues a frame for the listener kthread; one that finds no room is dropped (its
+    /// sender's connect times out and falls back), and said so at most once a second.
     pub(super) fn enqueue(&self, from: NodeId, frame: [u8; FRAME_SIZE]) {
-        let mut g = self.inbox.lock();
-        if g.len == INBOX_FRAMES {
-            // A full inbox drops the frame: the connector times out and falls back.
-            return;
+        static LAST_DROP_MS: AtomicI64 = AtomicI64::new(i64::MIN);
+        let pushed = self.inbox.lock().push(from, frame);
+        match pushed {
+            Ok(()) => self.inbox_ready.notify_one(),
+            Err(why) => {
+                if once_a_second(&LAST_DROP_MS) {
+                    pr_info!(
+                        "control frames from node {} dropped: {}\n",
+                        from,
+                        match why {
+                            Dropped::Full => "the inbox is full",
+                            Dropped::OverShare => "that node has its share of the inbox waiting",
+                        }
+                    );
+                }
+            }
         }
-        let tail = (g.head + g.len) % INBOX_FRAMES;
-        g.frames.as_mut_slice()[tail] = (from, frame);
-        g.len += 1;
-        drop(g);
-        self.inbox_ready.notify_one();
     }
     pub(super) fn dequeue(&self) -> Option<(NodeId, [u8; FRAME_SIZE])> {
-        let mut g = self.inbox.lock();
-        if g.len == 0 {
-            return None;
-        }
-        let item = g.frames.as_slice()[g.head];
-        g.head = (g.head + 1) % INBOX_FRAMES;
-        g.len -= 1;
-        Some(item)
+        self.inbox.lock().pop()
     }
     pub(super) fn wait_for_frames(&self) {
         let mut g = self.inbox.lock();
-        if g.len == 0 && !self.reclaim_now.load(Ordering::Acquire) {
+        if g.is_empty() && !self.reclaim_now.load(Ordering::Acquire) {
             let _ = self.inbox_ready.wait_interruptible_timeout(
                 &mut g,
                 kernel::time::msecs_to_jiffies(SWEEP_MS as u32),
@@ -224,16 +220,28 @@ impl Table {
     /// Whether an open connection of this node is established with its peer end in
     /// `node`'s channel `slot`: that channel is then that end's until ours closes (a
     /// closed peer end's slot waits for ours, `Plane::free_conn`), so a frame naming it
-    /// for a new connection is forged or stale. (The table lock is taken per slot: a
-    /// connection's own lock sleeps.)
+    /// for a new connection is forged or stale.
     pub(super) fn peer_slot_held(&self, node: NodeId, slot: u32) -> bool {
-        (0..MAX_CONNS).any(|i| {
-            let conn = match self.conns.lock().as_slice().get(i) {
-                Some((_, Slot::Used(c))) if c.peer_node == node => c.clone(),
-                _ => return false,
-            };
-            conn.holds_peer_slot(slot)
-        })
+        // One pass under the lock with the lock-free hint, then each candidate's mutex
+        // outside it: a flood of forged frames costs the listener kthread one walk each.
+        let mut candidates = KVec::new();
+        {
+            let g = self.conns.lock();
+            for (_, s) in g.iter() {
+                if let Slot::Used(c) = s {
+                    if c.peer_node == node
+                        && c.may_hold_peer_slot(slot)
+                        && candidates.push(c.clone(), GFP_ATOMIC).is_err()
+                    {
+                        // No memory for the list: say held, the request is refused.
+                        return true;
+                    }
+                }
+            }
+        }
+        candidates
+            .iter()
+            .any(|c: &Arc<Conn>| c.holds_peer_slot(slot))
     }
 
     /// The connection `id`, open or closing, if its slot still holds that generation.

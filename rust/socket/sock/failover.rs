@@ -159,6 +159,11 @@ impl SciSock {
         }
         {
             let mut f = self.failover.lock();
+            // A move under way goes on; one that failed stays failed (the connection is
+            // reset: it must not stay marked moving with nobody moving it).
+            if f.stage == Some(Stage::Failed) {
+                return false;
+            }
             if f.stage.is_some() || f.closed {
                 return true;
             }
