@@ -10,6 +10,7 @@
 
 mod attrs;
 mod config;
+mod filter;
 mod model;
 mod nl;
 
@@ -34,7 +35,10 @@ commands:
            Needs CAP_NET_ADMIN.
   nodes    the node map (ADDRESS NODE)
   ports    the port rules (ACTION PORTS)
-  sockets  the AF_SCI sockets of this network namespace
+  sockets [FILTER]
+           the AF_SCI sockets of this network namespace; FILTER as ss(8) writes
+           it, every term must hold: mode sci|native, reason NAME, state NAME,
+           node N, sport|dport [OP] :PORT (OP: = != < > <= >=), src|dst ADDR[:PORT]
   stats    the counters of this network namespace
   drop-link NODE
            drop the fabric link to node NODE as if it had failed: its connections
@@ -75,6 +79,8 @@ struct Args {
     check: bool,
     /// The node of `drop-link`.
     node: Option<String>,
+    /// The filter words of `sockets`.
+    filter: Vec<String>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, Failure> {
@@ -99,6 +105,7 @@ fn parse_args(args: &[String]) -> Result<Args, Failure> {
             s if out.command.as_deref() == Some("drop-link") && out.node.is_none() => {
                 out.node = Some(s.to_owned())
             }
+            s if out.command.as_deref() == Some("sockets") => out.filter.push(s.to_owned()),
             s => return Err(Failure::usage(format!("unexpected argument '{s}'"))),
         }
     }
@@ -212,7 +219,10 @@ fn run(args: &Args) -> Result<(), Failure> {
             )
         }
         "sockets" => {
-            let socks = model::sockets(&Client::connect()?.dump(nl::SOCK_GET)?);
+            let filter = filter::Filter::parse(&args.filter)
+                .map_err(|e| Failure::usage(format!("sockets: {e}")))?;
+            let mut socks = model::sockets(&Client::connect()?.dump(nl::SOCK_GET)?);
+            socks.retain(|s| filter.matches(s));
             print(
                 args.json,
                 model::sockets_json(&socks),
@@ -280,6 +290,11 @@ mod tests {
         assert_eq!(args(&["load", "--nodes"]).err().unwrap().1, 2);
         assert_eq!(args(&["--bogus"]).err().unwrap().1, 2);
         assert_eq!(args(&["nodes", "ports"]).err().unwrap().1, 2);
+        let a = args(&["sockets", "mode", "sci", "dport", "=", ":6379", "--json"])
+            .ok()
+            .unwrap();
+        assert_eq!(a.filter, ["mode", "sci", "dport", "=", ":6379"]);
+        assert!(a.json);
     }
 
     #[test]

@@ -169,7 +169,8 @@ pub fn state_name(state: u8) -> &'static str {
     }
 }
 
-fn mode_name(mode: u32) -> &'static str {
+/// A socket's data path, as `scictl sockets` prints it.
+pub fn mode_name(mode: u32) -> &'static str {
     if mode == MODE_SCI {
         "sci"
     } else {
