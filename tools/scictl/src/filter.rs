@@ -180,9 +180,11 @@ impl Filter {
                     }
                 }
                 "and" | "&&" => continue,
-                other => return Err(format!(
+                other => {
+                    return Err(format!(
                     "unknown filter '{other}' (mode, reason, state, node, sport, dport, src, dst)"
-                )),
+                ))
+                }
             };
             terms.push(term);
         }
