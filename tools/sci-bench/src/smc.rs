@@ -9,12 +9,10 @@
 use netlink_packet_core::{
     DecodeError, DefaultNla, Emitable, NetlinkBuffer, NetlinkDeserializable, NetlinkHeader,
     NetlinkMessage, NetlinkPayload, NetlinkSerializable, Nla, NlasIterator, Parseable,
-    ParseableParametrized, NLMSG_DONE, NLMSG_ERROR, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
+    ParseableParametrized, NLMSG_DONE, NLMSG_ERROR, NLM_F_DUMP, NLM_F_REQUEST,
 };
-use netlink_packet_generic::ctrl::nlas::GenlCtrlAttrs;
-use netlink_packet_generic::ctrl::{GenlCtrl, GenlCtrlCmd};
-use netlink_packet_generic::{GenlFamily, GenlHeader, GenlMessage};
-use netlink_sys::protocols::{NETLINK_GENERIC, NETLINK_SOCK_DIAG};
+use netlink_packet_generic::{GenlFamily, GenlHeader};
+use netlink_sys::protocols::NETLINK_SOCK_DIAG;
 use netlink_sys::{Socket, SocketAddr};
 use std::io;
 
@@ -130,83 +128,22 @@ impl ParseableParametrized<[u8], GenlHeader> for SmcGenl {
     }
 }
 
-/// Splits a datagram into its netlink messages (header + payload each).
+/// Splits a datagram into its netlink messages (header and payload each).
 fn split_messages(buf: &[u8]) -> io::Result<Vec<&[u8]>> {
-    let mut out = Vec::new();
-    let mut off = 0;
-    while off < buf.len() {
-        let nl = NetlinkBuffer::new_checked(&buf[off..]).map_err(decode_err)?;
-        let len = nl.length() as usize;
-        out.push(&buf[off..off + len]);
-        off += (len + 3) & !3;
-    }
-    Ok(out)
+    Ok(sci_genl::split_messages(buf)?)
 }
 
-/// A generic netlink socket.
-fn genl_socket() -> io::Result<Socket> {
-    let mut sock = Socket::new(NETLINK_GENERIC)?;
-    sock.bind_auto()?;
-    sock.connect(&SocketAddr::new(0, 0))?;
-    Ok(sock)
-}
-
-fn send_msg<I: NetlinkSerializable>(sock: &Socket, mut msg: NetlinkMessage<I>) -> io::Result<()> {
-    msg.finalize();
-    let mut buf = vec![0u8; msg.buffer_len()];
-    msg.serialize(&mut buf);
-    sock.send(&buf, 0)?;
-    Ok(())
-}
-
-/// The id the kernel gave the `SMC_GEN_NETLINK` family; `NotFound` when the kernel has no
-/// SMC.
-fn smc_family_id(sock: &Socket) -> io::Result<u16> {
-    let mut genl = GenlMessage::from_payload(GenlCtrl {
-        cmd: GenlCtrlCmd::GetFamily,
-        nlas: vec![GenlCtrlAttrs::FamilyName(SMC_GENL_FAMILY_NAME.to_owned())],
-    });
-    genl.finalize();
-    let mut msg = NetlinkMessage::from(genl);
-    msg.header.flags = NLM_F_REQUEST;
-    send_msg(sock, msg)?;
-    let (buf, _) = sock.recv_from_full()?;
-    let reply = NetlinkMessage::<GenlMessage<GenlCtrl>>::deserialize(&buf).map_err(decode_err)?;
-    match reply.payload {
-        NetlinkPayload::InnerMessage(genl) => genl
-            .payload
-            .nlas
-            .iter()
-            .find_map(|nla| match nla {
-                GenlCtrlAttrs::FamilyId(id) => Some(*id),
-                _ => None,
-            })
-            .ok_or_else(|| other("the netlink controller sent no family id")),
-        NetlinkPayload::Error(e) => Err(io::Error::new(
+/// A connection to `SMC_GEN_NETLINK`; `NotFound` when the kernel has no SMC.
+fn smc_client() -> io::Result<sci_genl::Client<SmcGenl>> {
+    sci_genl::Client::connect().map_err(|e| match e {
+        sci_genl::Error::NoFamily(_) => io::Error::new(
             io::ErrorKind::NotFound,
             format!(
-                "generic netlink family {SMC_GENL_FAMILY_NAME} not found ({}): no SMC in this kernel?",
-                e.to_io()
+                "generic netlink family {SMC_GENL_FAMILY_NAME} not found: no SMC in this kernel?"
             ),
-        )),
-        other_payload => Err(other(format!(
-            "unexpected reply to CTRL_CMD_GETFAMILY: {other_payload:?}"
-        ))),
-    }
-}
-
-fn smc_request(
-    family_id: u16,
-    cmd: u8,
-    attrs: Vec<DefaultNla>,
-    flags: u16,
-) -> NetlinkMessage<GenlMessage<SmcGenl>> {
-    let mut genl = GenlMessage::from_payload(SmcGenl { cmd, attrs });
-    genl.set_resolved_family_id(family_id);
-    genl.finalize();
-    let mut msg = NetlinkMessage::from(genl);
-    msg.header.flags = flags;
-    msg
+        ),
+        e => e.into(),
+    })
 }
 
 /// What [`add_ueid`] did.
@@ -220,74 +157,41 @@ pub enum UeidOutcome {
 /// CAP_NET_ADMIN). An EID that is already there is not an error.
 pub fn add_ueid(name: &str) -> io::Result<UeidOutcome> {
     let eid = encode_eid(name).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let sock = genl_socket()?;
-    let family = smc_family_id(&sock)?;
     let nla = DefaultNla::new(SMC_NLA_EID_TABLE_ENTRY, eid.to_vec());
-    send_msg(
-        &sock,
-        smc_request(
-            family,
-            SMC_NETLINK_ADD_UEID,
-            vec![nla],
-            NLM_F_REQUEST | NLM_F_ACK,
-        ),
-    )?;
-    let (buf, _) = sock.recv_from_full()?;
-    let reply = NetlinkMessage::<GenlMessage<SmcGenl>>::deserialize(&buf).map_err(decode_err)?;
-    match reply.payload {
-        NetlinkPayload::Error(e) => match e.code {
-            None => Ok(UeidOutcome::Added),
-            Some(code) if -code.get() == libc::EEXIST => Ok(UeidOutcome::AlreadySet),
-            Some(_) => Err(io::Error::new(
-                e.to_io().kind(),
-                format!("SMC_NETLINK_ADD_UEID {}: {}", name, e.to_io()),
-            )),
-        },
-        p => Err(other(format!(
-            "unexpected reply to SMC_NETLINK_ADD_UEID: {p:?}"
-        ))),
+    let request = SmcGenl {
+        cmd: SMC_NETLINK_ADD_UEID,
+        attrs: vec![nla],
+    };
+    match smc_client()?.ack(request) {
+        Ok(()) => Ok(UeidOutcome::Added),
+        Err(e) if e.errno() == Some(libc::EEXIST) => Ok(UeidOutcome::AlreadySet),
+        Err(e) => {
+            let e = io::Error::from(e);
+            Err(io::Error::new(
+                e.kind(),
+                format!("SMC_NETLINK_ADD_UEID {name}: {e}"),
+            ))
+        }
     }
 }
 
 /// The kernel's user EID table (`SMC_NETLINK_DUMP_UEID`).
 pub fn list_ueids() -> io::Result<Vec<String>> {
-    let sock = genl_socket()?;
-    let family = smc_family_id(&sock)?;
-    send_msg(
-        &sock,
-        smc_request(
-            family,
-            SMC_NETLINK_DUMP_UEID,
-            vec![],
-            NLM_F_REQUEST | NLM_F_DUMP,
-        ),
-    )?;
+    let request = SmcGenl {
+        cmd: SMC_NETLINK_DUMP_UEID,
+        attrs: vec![],
+    };
     let mut out = Vec::new();
-    loop {
-        let (buf, _) = sock.recv_from_full()?;
-        for m in split_messages(&buf)? {
-            let msg = NetlinkMessage::<GenlMessage<SmcGenl>>::deserialize(m).map_err(decode_err)?;
-            match msg.payload {
-                NetlinkPayload::InnerMessage(genl) => {
-                    for nla in &genl.payload.attrs {
-                        if nla.kind() == SMC_NLA_EID_TABLE_ENTRY {
-                            let mut raw = vec![0u8; nla.value_len()];
-                            nla.emit_value(&mut raw);
-                            out.push(decode_eid(&raw));
-                        }
-                    }
-                }
-                NetlinkPayload::Done(_) => return Ok(out),
-                NetlinkPayload::Error(e) => {
-                    if e.code.is_none() {
-                        return Ok(out);
-                    }
-                    return Err(e.to_io());
-                }
-                _ => {}
+    for reply in smc_client()?.dump(request)? {
+        for nla in &reply.attrs {
+            if nla.kind() == SMC_NLA_EID_TABLE_ENTRY {
+                let mut raw = vec![0u8; nla.value_len()];
+                nla.emit_value(&mut raw);
+                out.push(decode_eid(&raw));
             }
         }
     }
+    Ok(out)
 }
 
 /// One `AF_SMC` socket as `smc_diag` reports it.
@@ -455,12 +359,15 @@ mod tests {
     #[test]
     fn add_ueid_message_layout() {
         let eid = encode_eid(DEFAULT_UEID).unwrap();
-        let mut msg = smc_request(
-            0x1d,
-            SMC_NETLINK_ADD_UEID,
-            vec![DefaultNla::new(SMC_NLA_EID_TABLE_ENTRY, eid.to_vec())],
-            NLM_F_REQUEST | NLM_F_ACK,
-        );
+        // As sci_genl::Client sends it, with family id 0x1d.
+        let mut genl = netlink_packet_generic::GenlMessage::from_payload(SmcGenl {
+            cmd: SMC_NETLINK_ADD_UEID,
+            attrs: vec![DefaultNla::new(SMC_NLA_EID_TABLE_ENTRY, eid.to_vec())],
+        });
+        genl.set_resolved_family_id(0x1d);
+        genl.finalize();
+        let mut msg = NetlinkMessage::from(genl);
+        msg.header.flags = NLM_F_REQUEST | netlink_packet_core::NLM_F_ACK;
         msg.finalize();
         let mut buf = vec![0u8; msg.buffer_len()];
         msg.serialize(&mut buf);
