@@ -5,7 +5,7 @@
 #
 #   install      af_sci.ko into $DESTDIR/lib/modules/$KVER/updates/ (then depmod), the
 #                tools and libsci_preload.so into $DESTDIR$PREFIX/{bin,lib}, the man
-#                pages, af_sci.service into $PREFIX/lib/systemd/system/, and commented
+#                pages, scictl's bash and zsh completions, af_sci.service into $PREFIX/lib/systemd/system/, and commented
 #                examples of /etc/af_sci/nodes.conf, ports.conf and
 #                /etc/modprobe.d/af_sci.conf (an existing one is never overwritten).
 #                Every file written is listed in $PREFIX/share/af_sci/installed.
@@ -81,6 +81,12 @@ install_all() {
 	sed "s|/usr/local/lib/libsci_preload.so|$PREFIX/lib/libsci_preload.so|g" "$top/tools/sci-run" >"$manifest.sci-run"
 	put 0755 "$manifest.sci-run" "$PREFIX/bin/sci-run"
 	rm -f "$manifest.sci-run"
+	# Shell completions, from scictl itself (clap writes them).
+	"$bin/scictl" completions bash >"$manifest.completion"
+	put 0644 "$manifest.completion" "$PREFIX/share/bash-completion/completions/scictl"
+	"$bin/scictl" completions zsh >"$manifest.completion"
+	put 0644 "$manifest.completion" "$PREFIX/share/zsh/site-functions/_scictl"
+	rm -f "$manifest.completion"
 	for m in "$top"/tools/man/*.[18]; do
 		put 0644 "$m" "$PREFIX/share/man/man${m##*.}/${m##*/}"
 	done

@@ -15,6 +15,7 @@ mod model;
 mod nl;
 
 use attrs::SciAttr;
+use clap::{CommandFactory, Parser, Subcommand};
 use nl::Client;
 use std::io::Write;
 use std::process::ExitCode;
@@ -22,42 +23,71 @@ use std::process::ExitCode;
 const DEFAULT_NODES: &str = "/etc/af_sci/nodes.conf";
 const DEFAULT_PORTS: &str = "/etc/af_sci/ports.conf";
 
-const USAGE: &str = "\
-usage: scictl [--json] COMMAND [OPTIONS]
-
-Configure and inspect the af_sci module (generic netlink family \"af_sci\").
-
-commands:
-  load [--nodes FILE] [--ports FILE] [--check]
-           replace the node map and the port rules with the files' contents
-           (default /etc/af_sci/nodes.conf and /etc/af_sci/ports.conf; a missing
-           default file counts as empty); --check only checks the files.
-           Needs CAP_NET_ADMIN.
-  nodes    the node map (ADDRESS NODE)
-  ports    the port rules (ACTION PORTS)
-  sockets [FILTER]
-           the AF_SCI sockets of this network namespace; FILTER as ss(8) writes
-           it, every term must hold: mode sci|native, reason NAME, state NAME,
-           node N, sport|dport [OP] :PORT (OP: = != < > <= >=), src|dst ADDR[:PORT]
-  stats    the counters of this network namespace
-  drop-link NODE
-           drop the fabric link to node NODE as if it had failed: its connections
-           move onto TCP (or reset where the peer is unreachable); the fabric links
-           again once both nodes are alive. Needs CAP_NET_ADMIN.
-
-options:
-  --json     print JSON instead of tables
-  -h, --help this text
-
+/// What `scictl --help` says after the commands.
+const FILES_HELP: &str = "\
 nodes.conf: one 'ADDRESS NODEID' per line (IPv4 or IPv6 address, decimal id).
 ports.conf: one 'include|exclude PORT[-PORT]' per line.
-'#' starts a comment in both.
-";
+'#' starts a comment in both. See scictl(8).";
+
+/// Configure and inspect the af_sci module (generic netlink family "af_sci").
+#[derive(Debug, Parser, PartialEq, Eq)]
+#[command(name = "scictl", version, after_help = FILES_HELP)]
+struct Args {
+    /// Print JSON instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand, PartialEq, Eq)]
+enum Command {
+    /// Replace the node map and the port rules with the files' contents (a missing
+    /// default file counts as empty). Needs CAP_NET_ADMIN.
+    Load {
+        /// The node map [default: /etc/af_sci/nodes.conf].
+        #[arg(long, value_name = "FILE")]
+        nodes: Option<String>,
+        /// The port rules [default: /etc/af_sci/ports.conf].
+        #[arg(long, value_name = "FILE")]
+        ports: Option<String>,
+        /// Only check the files.
+        #[arg(long)]
+        check: bool,
+    },
+    /// The node map (ADDRESS NODE).
+    Nodes,
+    /// The port rules (ACTION PORTS).
+    Ports,
+    /// The AF_SCI sockets of this network namespace.
+    #[command(
+        after_help = "FILTER, as ss(8) writes it; every term must hold: mode sci|native, \
+reason NAME, state NAME, node N, sport|dport [OP] :PORT (OP: = != < > <= >=), \
+src|dst ADDR[:PORT]."
+    )]
+    Sockets {
+        /// Terms the sockets shown must meet.
+        #[arg(value_name = "FILTER")]
+        filter: Vec<String>,
+    },
+    /// The counters of this network namespace.
+    Stats,
+    /// Drop the fabric link to node NODE as if it had failed: its connections move onto
+    /// TCP (or reset where the peer is unreachable); the fabric links again once both
+    /// nodes are alive. Needs CAP_NET_ADMIN.
+    DropLink {
+        /// The node's id.
+        node: u32,
+    },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+}
 
 /// A failure: the message and the exit status.
 struct Failure(String, u8);
 
 impl Failure {
+    /// A usage error the arguments' parser could not see (status 2, as clap's own).
     fn usage(msg: impl Into<String>) -> Self {
         Failure(format!("{}\n(scictl --help for usage)", msg.into()), 2)
     }
@@ -67,55 +97,6 @@ impl From<nl::Error> for Failure {
     fn from(e: nl::Error) -> Self {
         Failure(e.to_string(), 1)
     }
-}
-
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Args {
-    json: bool,
-    help: bool,
-    command: Option<String>,
-    nodes: Option<String>,
-    ports: Option<String>,
-    check: bool,
-    /// The node of `drop-link`.
-    node: Option<String>,
-    /// The filter words of `sockets`.
-    filter: Vec<String>,
-}
-
-fn parse_args(args: &[String]) -> Result<Args, Failure> {
-    let mut out = Args::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| Failure::usage(format!("{name} needs a file name")))
-        };
-        match arg.as_str() {
-            "--json" => out.json = true,
-            "-h" | "--help" => out.help = true,
-            "--check" => out.check = true,
-            "--nodes" => out.nodes = Some(value("--nodes")?),
-            "--ports" => out.ports = Some(value("--ports")?),
-            s if s.starts_with("--nodes=") => out.nodes = Some(s["--nodes=".len()..].to_owned()),
-            s if s.starts_with("--ports=") => out.ports = Some(s["--ports=".len()..].to_owned()),
-            s if s.starts_with('-') => return Err(Failure::usage(format!("unknown option {s}"))),
-            s if out.command.is_none() => out.command = Some(s.to_owned()),
-            s if out.command.as_deref() == Some("drop-link") && out.node.is_none() => {
-                out.node = Some(s.to_owned())
-            }
-            s if out.command.as_deref() == Some("sockets") => out.filter.push(s.to_owned()),
-            s => return Err(Failure::usage(format!("unexpected argument '{s}'"))),
-        }
-    }
-    let load = out.command.as_deref() == Some("load");
-    if !load && (out.nodes.is_some() || out.ports.is_some() || out.check) {
-        return Err(Failure::usage(
-            "--nodes, --ports and --check go with 'load'",
-        ));
-    }
-    Ok(out)
 }
 
 /// Reads a configuration file; a missing default file is empty.
@@ -137,14 +118,14 @@ fn print(json: bool, value: serde_json::Value, text: String) -> Result<(), Failu
         .map_err(|e| Failure(format!("stdout: {e}"), 1))
 }
 
-fn load(args: &Args) -> Result<(), Failure> {
-    let (nodes_path, nodes_text) = read_config(args.nodes.as_deref(), DEFAULT_NODES)?;
-    let (ports_path, ports_text) = read_config(args.ports.as_deref(), DEFAULT_PORTS)?;
+fn load(json: bool, nodes: Option<&str>, ports: Option<&str>, check: bool) -> Result<(), Failure> {
+    let (nodes_path, nodes_text) = read_config(nodes, DEFAULT_NODES)?;
+    let (ports_path, ports_text) = read_config(ports, DEFAULT_PORTS)?;
     let nodes =
         config::parse_nodes(&nodes_path, &nodes_text).map_err(|e| Failure(e.to_string(), 1))?;
     let ports =
         config::parse_ports(&ports_path, &ports_text).map_err(|e| Failure(e.to_string(), 1))?;
-    if !args.check {
+    if !check {
         let mut client = Client::connect()?;
         let node_attrs = nodes
             .iter()
@@ -161,13 +142,13 @@ fn load(args: &Args) -> Result<(), Failure> {
             .set(nl::PORT_SET, port_attrs)
             .map_err(|e| Failure(format!("setting the port rules: {e}"), 1))?;
     }
-    let verb = if args.check { "checked" } else { "loaded" };
+    let verb = if check { "checked" } else { "loaded" };
     print(
-        args.json,
+        json,
         serde_json::json!({
             "nodes": nodes.len(),
             "port_rules": ports.len(),
-            "loaded": !args.check,
+            "loaded": !check,
         }),
         format!(
             "{verb} {} node map entries ({nodes_path}) and {} port rules ({ports_path})\n",
@@ -177,19 +158,14 @@ fn load(args: &Args) -> Result<(), Failure> {
     )
 }
 
-fn run(args: &Args) -> Result<(), Failure> {
-    let Some(command) = args.command.as_deref() else {
-        return Err(Failure::usage("no command given"));
-    };
-    match command {
-        "load" => load(args),
-        "drop-link" => {
-            let node: u32 = args
-                .node
-                .as_deref()
-                .ok_or_else(|| Failure::usage("drop-link needs a node id"))?
-                .parse()
-                .map_err(|_| Failure::usage("the node id is a number"))?;
+fn run(args: Args) -> Result<(), Failure> {
+    match args.command {
+        Command::Load {
+            nodes,
+            ports,
+            check,
+        } => load(args.json, nodes.as_deref(), ports.as_deref(), check),
+        Command::DropLink { node } => {
             Client::connect()?
                 .set(
                     nl::LINK_DROP,
@@ -202,7 +178,7 @@ fn run(args: &Args) -> Result<(), Failure> {
                 format!("dropped the link to node {node}\n"),
             )
         }
-        "nodes" => {
+        Command::Nodes => {
             let nodes = model::nodes(&Client::connect()?.dump(nl::NODE_GET)?);
             print(
                 args.json,
@@ -210,7 +186,7 @@ fn run(args: &Args) -> Result<(), Failure> {
                 model::nodes_text(&nodes),
             )
         }
-        "ports" => {
+        Command::Ports => {
             let rules = model::ports(&Client::connect()?.dump(nl::PORT_GET)?);
             print(
                 args.json,
@@ -218,8 +194,8 @@ fn run(args: &Args) -> Result<(), Failure> {
                 model::ports_text(&rules),
             )
         }
-        "sockets" => {
-            let filter = filter::Filter::parse(&args.filter)
+        Command::Sockets { filter } => {
+            let filter = filter::Filter::parse(&filter)
                 .map_err(|e| Failure::usage(format!("sockets: {e}")))?;
             let mut socks = model::sockets(&Client::connect()?.dump(nl::SOCK_GET)?);
             socks.retain(|s| filter.matches(s));
@@ -229,7 +205,7 @@ fn run(args: &Args) -> Result<(), Failure> {
                 model::sockets_text(&socks),
             )
         }
-        "stats" => {
+        Command::Stats => {
             let stats = model::stats(&Client::connect()?.get(nl::STATS_GET)?);
             print(
                 args.json,
@@ -237,21 +213,21 @@ fn run(args: &Args) -> Result<(), Failure> {
                 model::stats_text(&stats),
             )
         }
-        other => Err(Failure::usage(format!("unknown command '{other}'"))),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Args::command(),
+                "scictl",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
     }
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let result = parse_args(&argv).and_then(|args| {
-        if args.help {
-            print!("{USAGE}");
-            Ok(())
-        } else {
-            run(&args)
-        }
-    });
-    match result {
+    // Usage errors and --help/--version exit as clap decides (2 for a usage error).
+    match run(Args::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg, status)) => {
             eprintln!("scictl: {msg}");
@@ -264,37 +240,53 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(v: &[&str]) -> Result<Args, Failure> {
-        parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    fn args(v: &[&str]) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("scictl").chain(v.iter().copied()))
     }
 
     #[test]
     fn argument_parsing() {
-        let a = args(&["--json", "load", "--nodes", "/tmp/n", "--ports=/tmp/p"])
-            .ok()
-            .unwrap();
+        let a = args(&["--json", "load", "--nodes", "/tmp/n", "--ports=/tmp/p"]).unwrap();
         assert_eq!(
             a,
             Args {
                 json: true,
-                command: Some("load".into()),
-                nodes: Some("/tmp/n".into()),
-                ports: Some("/tmp/p".into()),
-                ..Args::default()
+                command: Command::Load {
+                    nodes: Some("/tmp/n".into()),
+                    ports: Some("/tmp/p".into()),
+                    check: false,
+                },
             }
         );
-        let a = args(&["sockets", "--json"]).ok().unwrap();
+        let a = args(&["sockets", "--json"]).unwrap();
         assert!(a.json);
-        assert_eq!(a.command.as_deref(), Some("sockets"));
-        assert_eq!(args(&["nodes", "--nodes", "x"]).err().unwrap().1, 2);
-        assert_eq!(args(&["load", "--nodes"]).err().unwrap().1, 2);
-        assert_eq!(args(&["--bogus"]).err().unwrap().1, 2);
-        assert_eq!(args(&["nodes", "ports"]).err().unwrap().1, 2);
-        let a = args(&["sockets", "mode", "sci", "dport", "=", ":6379", "--json"])
-            .ok()
-            .unwrap();
-        assert_eq!(a.filter, ["mode", "sci", "dport", "=", ":6379"]);
+        assert_eq!(a.command, Command::Sockets { filter: vec![] });
+        // Usage errors exit with status 2.
+        for bad in [
+            &["nodes", "--nodes", "x"][..],
+            &["load", "--nodes"],
+            &["--bogus"],
+            &["nodes", "ports"],
+            &[],
+            &["drop-link", "x"],
+        ] {
+            assert_eq!(args(bad).unwrap_err().exit_code(), 2, "{bad:?}");
+        }
+        let a = args(&["sockets", "mode", "sci", "dport", "=", ":6379", "--json"]).unwrap();
+        assert_eq!(
+            a.command,
+            Command::Sockets {
+                filter: ["mode", "sci", "dport", "=", ":6379"]
+                    .map(String::from)
+                    .to_vec()
+            }
+        );
         assert!(a.json);
+        assert_eq!(
+            args(&["drop-link", "3"]).unwrap().command,
+            Command::DropLink { node: 3 }
+        );
+        Args::command().debug_assert();
     }
 
     #[test]
