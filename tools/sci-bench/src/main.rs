@@ -24,13 +24,13 @@ fn main() -> ExitCode {
     let cmd = match args::parse(&argv) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("sci-bench: {e}\n\n{}", args::USAGE);
+            eprint!("{e}");
             return ExitCode::from(2);
         }
     };
     let result = match cmd {
-        Command::Help => {
-            print!("{}", args::USAGE);
+        Command::Help(text) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
         }
         Command::Worker => worker::serve().map(|()| true),
