@@ -65,6 +65,11 @@ impl ListenQueue {
             .cloned()
     }
 
+    /// How many connections wait.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.lock().len
+    }
+
     /// Whether a connection is waiting.
     pub(crate) fn is_empty(&self) -> bool {
         self.inner.lock().len == 0

@@ -89,6 +89,10 @@ pub(crate) struct SockInfo {
     pub(crate) state: u8,
     /// Bytes waiting in the SCI receive queue (0 while native).
     pub(crate) queue_fill: u32,
+    /// Recv-Q and Send-Q as `ss` shows them (of the SCI connection, else of the native
+    /// socket; a listener's: the connections waiting for `accept()` and its backlog).
+    pub(crate) recv_q: u32,
+    pub(crate) send_q: u32,
     /// Inode number of the socket.
     pub(crate) inode: u64,
     /// Socket cookie.

@@ -724,6 +724,8 @@ impl SciSock {
             fallback: self.fallback_reason(),
             state: native.state(),
             queue_fill: 0,
+            recv_q: 0,
+            send_q: 0,
             inode: own.inode(),
             cookie: own.cookie(),
             node: None,
@@ -736,6 +738,16 @@ impl SciSock {
             info.state = bindings::TCP_ESTABLISHED as u8;
             info.queue_fill = u32::try_from(conn.inq()).unwrap_or(u32::MAX);
             info.node = Some(conn.peer_node.into());
+            info.recv_q = info.queue_fill;
+            info.send_q = u32::try_from(conn.outq()).unwrap_or(u32::MAX);
+        } else {
+            (info.recv_q, info.send_q) = native.queues();
+            // A listener's SCI connections waiting for accept() count as TCP's do.
+            let queue = self.listen_queue.lock().clone();
+            if let Some(queue) = queue {
+                let waiting = u32::try_from(queue.len()).unwrap_or(u32::MAX);
+                info.recv_q = info.recv_q.saturating_add(waiting);
+            }
         }
         info
     }

@@ -26,6 +26,7 @@
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
 """
+import fcntl
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ import socket
 import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 
@@ -106,6 +108,28 @@ def backpressure(scictl):
     fills = [s["queue_fill"] for s in socks if s["local"] and s["local"]["port"] == port
              and s["peer"] and s["peer"]["port"] == cli.getsockname()[1]]
     expect(fills == [queued], f"scictl sockets shows the reader's queue fill ({fills}, expected [{queued}])")
+    # ... and the queues as ss shows them: the reader's Recv-Q is that fill, the writer's
+    # Send-Q what SIOCOUTQ says (TCP's write_seq - snd_una).
+    outq = struct.unpack("i", fcntl.ioctl(cli, termios.TIOCOUTQ, b"\0" * 4))[0]
+    ends = {(s["local"]["port"], s["recv_q"], s["send_q"]) for s in socks
+            if s["local"] and s["peer"] and {s["local"]["port"], s["peer"]["port"]} == {port, cli.getsockname()[1]}}
+    want = {(port, queued, 0), (cli.getsockname()[1], 0, outq)}
+    expect(ends == want, f"scictl sockets: Recv-Q and Send-Q of both ends ({ends}, expected {want})")
+    # A listener's Recv-Q counts the connections waiting for accept(), its Send-Q is
+    # its backlog (1024).
+    waiting = [socket.create_connection(srv.getsockname()) for _ in range(2)]
+    deadline = time.monotonic() + 30
+    while True:
+        socks = json.loads(subprocess.check_output([scictl, "--json", "sockets"]))
+        lst = [(s["recv_q"], s["send_q"]) for s in socks
+               if s["state"] == "LISTEN" and s["local"]["port"] == srv.getsockname()[1]]
+        if lst == [(2, 1024)] or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    expect(lst == [(2, 1024)], f"scictl sockets: a listener's Recv-Q and Send-Q ({lst}, expected [(2, 1024)])")
+    for w in waiting:
+        srv.accept()[0].close()
+        w.close()
 
     # Blocking: the writer advances only as the slow reader drains.
     cli.setblocking(True)

@@ -171,6 +171,8 @@ enum sci_sock_attr {
 	SCI_SOCK_A_INODE,	/* u64: inode number, as in /proc/PID/fd ("socket:[N]") */
 	SCI_SOCK_A_COOKIE,	/* u64: socket cookie (unique while the socket lives) */
 	SCI_SOCK_A_NODE,	/* u32: peer node id (SCI_MODE_SCI only) */
+	SCI_SOCK_A_RECV_Q,	/* u32: Recv-Q as ss(8) shows it (a listener: connections waiting) */
+	SCI_SOCK_A_SEND_Q,	/* u32: Send-Q as ss(8) shows it (a listener: its backlog) */
 
 	__SCI_SOCK_A_MAX,
 };

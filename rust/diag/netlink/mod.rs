@@ -250,6 +250,8 @@ fn put_sock(w: &mut Writer<'_>, s: &SockInfo) -> Result {
     )?;
     w.put_u8(sci_sock_attr_SCI_SOCK_A_STATE as u16, s.state)?;
     w.put_u32(sci_sock_attr_SCI_SOCK_A_QUEUE_FILL as u16, s.queue_fill)?;
+    w.put_u32(sci_sock_attr_SCI_SOCK_A_RECV_Q as u16, s.recv_q)?;
+    w.put_u32(sci_sock_attr_SCI_SOCK_A_SEND_Q as u16, s.send_q)?;
     w.put_u64(sci_sock_attr_SCI_SOCK_A_INODE as u16, s.inode, pad)?;
     w.put_u64(sci_sock_attr_SCI_SOCK_A_COOKIE as u16, s.cookie, pad)?;
     if let Some(node) = s.node {

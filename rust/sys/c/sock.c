@@ -36,6 +36,24 @@ unsigned int sci_tcp_nagle(const struct sock *sk)
 	return tcp_sk(sk)->nonagle & (TCP_NAGLE_OFF | TCP_NAGLE_CORK);
 }
 
+void sci_tcp_queues(const struct sock *sk, u32 *recv_q, u32 *send_q)
+{
+	const struct tcp_sock *tp;
+
+	*recv_q = 0;
+	*send_q = 0;
+	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+		return;
+	if (inet_sk_state_load(sk) == TCP_LISTEN) {
+		*recv_q = READ_ONCE(sk->sk_ack_backlog);
+		*send_q = READ_ONCE(sk->sk_max_ack_backlog);
+		return;
+	}
+	tp = tcp_sk(sk);
+	*recv_q = max_t(int, READ_ONCE(tp->rcv_nxt) - READ_ONCE(tp->copied_seq), 0);
+	*send_q = READ_ONCE(tp->write_seq) - tp->snd_una;
+}
+
 void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
 {
 	if (sci_tcp_nagle(from) & TCP_NAGLE_OFF && to->sk_protocol == IPPROTO_TCP)

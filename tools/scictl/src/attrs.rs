@@ -62,6 +62,8 @@ pub mod sock_a {
     pub const INODE: u16 = 13;
     pub const COOKIE: u16 = 14;
     pub const NODE: u16 = 15;
+    pub const RECV_Q: u16 = 16;
+    pub const SEND_Q: u16 = 17;
 }
 
 /// `enum sci_stats_attr`.
@@ -226,6 +228,8 @@ pub enum SockAttr {
     Inode(u64),
     Cookie(u64),
     Node(u32),
+    RecvQ(u32),
+    SendQ(u32),
     Other(DefaultNla),
 }
 
@@ -236,7 +240,7 @@ impl Nla for SockAttr {
             SockAttr::LocalAddr(IpAddr::V4(_)) | SockAttr::PeerAddr(IpAddr::V4(_)) => 4,
             SockAttr::LocalAddr(IpAddr::V6(_)) | SockAttr::PeerAddr(IpAddr::V6(_)) => 16,
             SockAttr::Mode(_) | SockAttr::Fallback(_) | SockAttr::QueueFill(_) => 4,
-            SockAttr::Node(_) => 4,
+            SockAttr::Node(_) | SockAttr::RecvQ(_) | SockAttr::SendQ(_) => 4,
             SockAttr::State(_) => 1,
             SockAttr::Inode(_) | SockAttr::Cookie(_) => 8,
             SockAttr::Other(nla) => nla.value_len(),
@@ -259,6 +263,8 @@ impl Nla for SockAttr {
             SockAttr::Inode(_) => sock_a::INODE,
             SockAttr::Cookie(_) => sock_a::COOKIE,
             SockAttr::Node(_) => sock_a::NODE,
+            SockAttr::RecvQ(_) => sock_a::RECV_Q,
+            SockAttr::SendQ(_) => sock_a::SEND_Q,
             SockAttr::Other(nla) => nla.kind(),
         }
     }
@@ -277,7 +283,9 @@ impl Nla for SockAttr {
             SockAttr::Mode(v) | SockAttr::Fallback(v) | SockAttr::QueueFill(v) => {
                 emit_u32(buffer, *v).unwrap_or_default()
             }
-            SockAttr::Node(v) => emit_u32(buffer, *v).unwrap_or_default(),
+            SockAttr::Node(v) | SockAttr::RecvQ(v) | SockAttr::SendQ(v) => {
+                emit_u32(buffer, *v).unwrap_or_default()
+            }
             SockAttr::State(v) => buffer[0] = *v,
             SockAttr::Inode(v) | SockAttr::Cookie(v) => emit_u64(buffer, *v).unwrap_or_default(),
             SockAttr::Other(nla) => nla.emit_value(buffer),
@@ -303,6 +311,8 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for SockAttr {
             sock_a::INODE => SockAttr::Inode(parse_u64(p)?),
             sock_a::COOKIE => SockAttr::Cookie(parse_u64(p)?),
             sock_a::NODE => SockAttr::Node(parse_u32(p)?),
+            sock_a::RECV_Q => SockAttr::RecvQ(parse_u32(p)?),
+            sock_a::SEND_Q => SockAttr::SendQ(parse_u32(p)?),
             _ => SockAttr::Other(DefaultNla::parse(buf)?),
         })
     }

@@ -422,6 +422,8 @@ mod tests {
                 ("INODE", sock_a::INODE.into()),
                 ("COOKIE", sock_a::COOKIE.into()),
                 ("NODE", sock_a::NODE.into()),
+                ("RECV_Q", sock_a::RECV_Q.into()),
+                ("SEND_Q", sock_a::SEND_Q.into()),
             ],
         );
         check(

@@ -68,6 +68,9 @@ pub struct Sock {
     pub inode: u64,
     pub cookie: u64,
     pub node: Option<u32>,
+    /// Recv-Q and Send-Q as `ss` shows them.
+    pub recv_q: u32,
+    pub send_q: u32,
 }
 
 /// Decodes a socket dump.
@@ -91,6 +94,8 @@ pub fn sockets(replies: &[Vec<SciAttr>]) -> Vec<Sock> {
                     SockAttr::Inode(v) => s.inode = *v,
                     SockAttr::Cookie(v) => s.cookie = *v,
                     SockAttr::Node(v) => s.node = Some(*v),
+                    SockAttr::RecvQ(v) => s.recv_q = *v,
+                    SockAttr::SendQ(v) => s.send_q = *v,
                     SockAttr::Other(_) => {}
                 }
             }
@@ -255,18 +260,20 @@ pub fn ports_json(rules: &[PortRule]) -> Value {
     )
 }
 
-/// `scictl sockets`.
+/// `scictl sockets`: the columns of `ss -t` (state, queues, addresses), then the path
+/// (mode, fallback reason, peer node) and the inode.
 pub fn sockets_text(socks: &[Sock]) -> String {
     let rows: Vec<Vec<String>> = socks
         .iter()
         .map(|s| {
             vec![
+                state_name(s.state).to_owned(),
+                s.recv_q.to_string(),
+                s.send_q.to_string(),
                 endpoint(s.local),
                 endpoint(s.peer),
                 mode_name(s.mode).to_owned(),
                 reason_name(s.fallback),
-                state_name(s.state).to_owned(),
-                s.queue_fill.to_string(),
                 s.node.map_or_else(|| "-".to_owned(), |n| n.to_string()),
                 s.inode.to_string(),
             ]
@@ -274,7 +281,7 @@ pub fn sockets_text(socks: &[Sock]) -> String {
         .collect();
     table(
         &[
-            "LOCAL", "PEER", "MODE", "FALLBACK", "STATE", "QUEUE", "NODE", "INODE",
+            "STATE", "RECV-Q", "SEND-Q", "LOCAL", "PEER", "MODE", "REASON", "NODE", "INODE",
         ],
         &rows,
     )
@@ -301,6 +308,8 @@ pub fn sockets_json(socks: &[Sock]) -> Value {
                     "fallback": reason_name(s.fallback),
                     "state": state_name(s.state),
                     "queue_fill": s.queue_fill,
+                    "recv_q": s.recv_q,
+                    "send_q": s.send_q,
                     "node": s.node,
                     "inode": s.inode,
                     "cookie": s.cookie,
@@ -391,6 +400,8 @@ mod tests {
                 inode: 1234,
                 cookie: 99,
                 node: None,
+                recv_q: 0,
+                send_q: 0,
             },
             Sock {
                 family: 10,
@@ -403,6 +414,8 @@ mod tests {
                 inode: 5,
                 cookie: 7,
                 node: None,
+                recv_q: 2,
+                send_q: 128,
             },
             Sock {
                 family: 2,
@@ -415,6 +428,8 @@ mod tests {
                 inode: 6,
                 cookie: 8,
                 node: Some(0),
+                recv_q: 4096,
+                send_q: 70000,
             },
         ]
     }
@@ -443,19 +458,19 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "LOCAL            PEER            MODE    FALLBACK       STATE   QUEUE  NODE  INODE"
+            "STATE   RECV-Q  SEND-Q  LOCAL            PEER            MODE    REASON         NODE  INODE"
         );
         assert_eq!(
             lines[1],
-            "127.0.0.1:40000  127.0.0.1:22    native  port-excluded  ESTAB   0      -     1234"
+            "ESTAB   0       0       127.0.0.1:40000  127.0.0.1:22    native  port-excluded  -     1234"
         );
         assert_eq!(
             lines[2],
-            "[::1]:8080       *:*             native  no-fabric      LISTEN  0      -     5"
+            "LISTEN  2       128     [::1]:8080       *:*             native  no-fabric      -     5"
         );
         assert_eq!(
             lines[3],
-            "127.0.0.1:5000   127.0.0.1:5001  sci     none           ESTAB   4096   0     6"
+            "ESTAB   4096    70000   127.0.0.1:5000   127.0.0.1:5001  sci     none           0     6"
         );
     }
 
@@ -472,6 +487,10 @@ mod tests {
         assert_eq!(v[2]["mode"], "sci");
         assert_eq!(v[2]["node"], 0);
         assert_eq!(v[2]["queue_fill"], 4096);
+        assert_eq!(
+            (v[1]["recv_q"].clone(), v[1]["send_q"].clone()),
+            (2.into(), 128.into())
+        );
     }
 
     #[test]
