@@ -6,7 +6,7 @@
 #   install      af_sci.ko into $DESTDIR/lib/modules/$KVER/updates/ (then depmod), the
 #                tools and libsci_preload.so into $DESTDIR$PREFIX/{bin,lib}, the man
 #                pages, scictl's bash and zsh completions, af_sci.service into $PREFIX/lib/systemd/system/, and commented
-#                examples of /etc/af_sci/nodes.conf, ports.conf and
+#                examples of /etc/af_sci/nodes.conf, ports.conf, preload.conf and
 #                /etc/modprobe.d/af_sci.conf (an existing one is never overwritten).
 #                Every file written is listed in $PREFIX/share/af_sci/installed.
 #   uninstall    removes what that list names, and the list; a configuration file
@@ -95,6 +95,7 @@ install_all() {
 	rm -f "$manifest.service"
 	put_config "$top/dist/nodes.conf" "$SYSCONFDIR/af_sci/nodes.conf"
 	put_config "$top/dist/ports.conf" "$SYSCONFDIR/af_sci/ports.conf"
+	put_config "$top/dist/preload.conf" "$SYSCONFDIR/af_sci/preload.conf"
 	put_config "$top/dist/modprobe.d-af_sci.conf" "$SYSCONFDIR/modprobe.d/af_sci.conf"
 	sort -u "$manifest.new" >"$manifest" && rm -f "$manifest.new"
 	if [ -z "$DESTDIR" ]; then
@@ -110,6 +111,7 @@ example_of() {
 	case $1 in
 	"$SYSCONFDIR/af_sci/nodes.conf") echo "$top/dist/nodes.conf" ;;
 	"$SYSCONFDIR/af_sci/ports.conf") echo "$top/dist/ports.conf" ;;
+	"$SYSCONFDIR/af_sci/preload.conf") echo "$top/dist/preload.conf" ;;
 	"$SYSCONFDIR/modprobe.d/af_sci.conf") echo "$top/dist/modprobe.d-af_sci.conf" ;;
 	esac
 }

@@ -235,11 +235,13 @@ pub enum FallbackReason {
     PeerTcp = 7,
     /// An SCI connection whose fabric path was lost moved onto TCP mid-stream.
     Failover = 8,
+    /// The socket asked for TCP (`SCI_FABRIC` 0: a rule of the preload's, or the program).
+    OptedOut = 9,
 }
 
 impl FallbackReason {
     /// Every reason, in the order of their values.
-    pub const ALL: [FallbackReason; 9] = [
+    pub const ALL: [FallbackReason; 10] = [
         FallbackReason::None,
         FallbackReason::NoFabric,
         FallbackReason::NotMapped,
@@ -249,6 +251,7 @@ impl FallbackReason {
         FallbackReason::Timeout,
         FallbackReason::PeerTcp,
         FallbackReason::Failover,
+        FallbackReason::OptedOut,
     ];
 
     /// Number of reasons (`SCI_FALLBACK_MAX + 1`).
@@ -276,6 +279,7 @@ impl FallbackReason {
             FallbackReason::Timeout => "timeout",
             FallbackReason::PeerTcp => "peer-tcp",
             FallbackReason::Failover => "failover",
+            FallbackReason::OptedOut => "opted-out",
         }
     }
 

@@ -70,6 +70,7 @@ const _: () = {
     assert!(FallbackReason::Timeout as u32 == sci_fallback_reason_SCI_FALLBACK_TIMEOUT);
     assert!(FallbackReason::PeerTcp as u32 == sci_fallback_reason_SCI_FALLBACK_PEER_TCP);
     assert!(FallbackReason::Failover as u32 == sci_fallback_reason_SCI_FALLBACK_FAILOVER);
+    assert!(FallbackReason::OptedOut as u32 == sci_fallback_reason_SCI_FALLBACK_OPTED_OUT);
     assert!(FallbackReason::COUNT as u32 == sci_fallback_reason___SCI_FALLBACK_MAX);
 };
 
@@ -127,6 +128,8 @@ pub(crate) struct SciSock {
     registry_id: AtomicU64,
     /// `SCI_SPIN_US`, or [`SPIN_DEFAULT`] to follow the module parameter.
     spin_us: AtomicU32,
+    /// `SCI_FABRIC` 0: the socket stays on its native TCP socket (connect and listen).
+    opted_out: AtomicBool,
     /// The file went to the native socket (`handover.rs`): the program's calls go
     /// straight to TCP; only kernel users and calls already under way still come here.
     handed_over: AtomicBool,
@@ -168,6 +171,7 @@ impl SciSock {
             fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
             registry_id: AtomicU64::new(0),
             spin_us: AtomicU32::new(SPIN_DEFAULT),
+            opted_out: AtomicBool::new(false),
             handed_over: AtomicBool::new(false),
             stack,
         })
@@ -384,7 +388,12 @@ impl SciSock {
         let native = self.commit(own, None)?;
         native.listen(backlog)?;
         own.set_state(bindings::TCP_LISTEN);
-        if sci_loopback_enabled() && self.listen_queue.lock().is_none() {
+        let opted_out = self.opted_out.load(Ordering::Relaxed);
+        if opted_out {
+            self.fallback
+                .store(FallbackReason::OptedOut as u32, Ordering::Relaxed);
+        }
+        if sci_loopback_enabled() && !opted_out && self.listen_queue.lock().is_none() {
             // Reachable over SCI too at the address it is bound to; if that address is
             // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
             let plane = &self.stack.plane;

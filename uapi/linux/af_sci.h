@@ -43,6 +43,15 @@
  */
 #define SCI_SPIN_US		3
 
+/*
+ * SCI_FABRIC (int): 1 (the default) lets the socket use the fabric where the node map and
+ * the port rules allow it; 0 keeps it on its native TCP socket for good: its connects
+ * fall back with SCI_FALLBACK_OPTED_OUT and its listen() takes TCP connections only.
+ * Set before connect() or listen() (later: EISCONN).  The preload sets it for a
+ * connection or listener that a rule of /etc/af_sci/preload.conf keeps on TCP.
+ */
+#define SCI_FABRIC		4
+
 /* How a socket carries its bytes (sci_info.mode). */
 enum sci_mode {
 	SCI_MODE_NATIVE	= 0,	/* over its own native TCP socket (fallback) */
@@ -54,7 +63,7 @@ enum sci_mode {
  * /proc/PID/fdinfo, SCI_SOCK_A_FALLBACK).  Decided when the socket connects (or is
  * accepted); a socket that has not connected yet reports SCI_FALLBACK_NO_FABRIC.
  * Names as tools print them: none, no-fabric, not-mapped, port-excluded, peer-rejected,
- * no-memory, timeout, peer-tcp.
+ * no-memory, timeout, peer-tcp, failover, opted-out.
  */
 enum sci_fallback_reason {
 	SCI_FALLBACK_NONE		= 0,	/* not fallen back (SCI_MODE_SCI) */
@@ -66,6 +75,7 @@ enum sci_fallback_reason {
 	SCI_FALLBACK_TIMEOUT		= 6,	/* the peer node did not answer in time */
 	SCI_FALLBACK_PEER_TCP		= 7,	/* accepted connection came from a plain TCP peer */
 	SCI_FALLBACK_FAILOVER		= 8,	/* an SCI connection moved onto TCP mid-stream */
+	SCI_FALLBACK_OPTED_OUT		= 9,	/* the socket asked for TCP (SCI_FABRIC 0) */
 	__SCI_FALLBACK_MAX,
 };
 #define SCI_FALLBACK_MAX	(__SCI_FALLBACK_MAX - 1)

@@ -112,7 +112,12 @@ impl SciSock {
         nonblock: bool,
         hold: &dyn Fn() -> Result<Arc<dyn PendingConnect>>,
     ) -> Path {
-        let started = match self.stack.decide(own.net(), dest, port) {
+        let decision = if self.opted_out.load(Ordering::Relaxed) {
+            Decision::Native(FallbackReason::OptedOut)
+        } else {
+            self.stack.decide(own.net(), dest, port)
+        };
+        let started = match decision {
             Decision::Sci(node) => self.try_sci(own, native, (dest, port), node),
             Decision::Native(reason) => Err(reason),
         };

@@ -56,10 +56,11 @@ impl SciSock {
     }
 
     /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed,
-    /// `SCI_SPIN_US` at any time.
+    /// `SCI_SPIN_US` at any time, `SCI_FABRIC` before it connects or listens.
     fn set_sci_option(&self, own: &OwnSk, optname: c_int, val: OptVal, len: c_uint) -> Result {
         if optname != bindings::SCI_NATIVE_FAMILY as c_int
             && optname != bindings::SCI_SPIN_US as c_int
+            && optname != bindings::SCI_FABRIC as c_int
         {
             return Err(errno(bindings::ENOPROTOOPT));
         }
@@ -69,6 +70,17 @@ impl SciSock {
         let mut bytes = [0u8; core::mem::size_of::<c_int>()];
         copy_optval(&mut bytes, val)?;
         let value = c_int::from_ne_bytes(bytes);
+        if optname == bindings::SCI_FABRIC as c_int {
+            if value != 0 && value != 1 {
+                return Err(EINVAL);
+            }
+            // Decided at connect or listen: too late once the socket did either.
+            if self.conn().is_some() || own.state() != bindings::TCP_CLOSE {
+                return Err(errno(bindings::EISCONN));
+            }
+            self.opted_out.store(value == 0, Ordering::Relaxed);
+            return Ok(());
+        }
         if optname == bindings::SCI_SPIN_US as c_int {
             let spin = match value {
                 -1 => SPIN_DEFAULT,
@@ -141,6 +153,7 @@ impl SciSock {
         let native_family;
         let spin;
         let info;
+        let fabric;
         let value: &[u8] = match optname as u32 {
             bindings::SCI_INFO => {
                 info = self.info();
@@ -149,6 +162,10 @@ impl SciSock {
             bindings::SCI_NATIVE_FAMILY => {
                 native_family = self.native().family().to_ne_bytes();
                 &native_family
+            }
+            bindings::SCI_FABRIC => {
+                fabric = c_int::from(!self.opted_out.load(Ordering::Relaxed)).to_ne_bytes();
+                &fabric
             }
             bindings::SCI_SPIN_US => {
                 // -1: adaptive (the module parameter's default).

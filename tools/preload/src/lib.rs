@@ -14,6 +14,8 @@
 //!   when sockets stay as they are (module not loaded, disabled, …).
 //! - `SCI_FAMILY_FILE=PATH`: testing aid, read the family number from PATH
 //!   instead of sysfs. Ignored in set-user-ID/set-group-ID programs.
+//! - `SCI_PRELOAD_CONF=PATH`: testing aid, the rules of `/etc/af_sci/preload.conf`
+//!   from PATH instead (`rules.rs`: which programs, addresses and ports stay TCP).
 //!
 //! Safety in arbitrary processes: the real `socket` is looked up and the
 //! environment and family file are read once, from an ELF constructor (or the
@@ -30,11 +32,12 @@
 //! would then interpose that program's own socket calls.
 
 pub mod policy;
+mod rules;
 
 use core::ffi::{c_void, CStr};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use libc::c_int;
-use policy::{Config, FamilyStatus, LineBuf};
+use policy::{Config, FamilyStatus, LineBuf, ProgramState};
 
 /// Where the loaded af_sci module publishes its family number
 /// (`AF_SCI_FAMILY_PATH` of `uapi/linux/af_sci.h`).
@@ -197,10 +200,16 @@ fn init() -> Config {
     } else {
         read_configured_family()
     };
+    let program = if disabled {
+        ProgramState::Sci
+    } else {
+        rules::load(debug)
+    };
     let cfg = Config {
         debug,
         disabled,
         family,
+        program,
     };
     STATE.store(cfg.encode(), Ordering::Release);
     set_errno(saved);
@@ -443,6 +452,7 @@ mod tests {
             debug: false,
             disabled: false,
             family: FamilyStatus::Loaded(n),
+            program: ProgramState::Sci,
         }
     }
 
@@ -560,16 +570,19 @@ mod tests {
                 debug: false,
                 disabled: true,
                 family: FamilyStatus::Loaded(42),
+                program: ProgramState::Sci,
             },
             Config {
                 debug: false,
                 disabled: false,
                 family: FamilyStatus::Missing,
+                program: ProgramState::Sci,
             },
             Config {
                 debug: false,
                 disabled: false,
                 family: FamilyStatus::Invalid,
+                program: ProgramState::Sci,
             },
         ] {
             calls();

@@ -27,6 +27,19 @@ pub enum FamilyStatus {
     Invalid,
 }
 
+/// What the rules of `preload.conf` say about this program (`rules.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgramState {
+    /// Its TCP sockets become `AF_SCI` (no rule, or a rule for all of it).
+    Sci,
+    /// Its TCP sockets become `AF_SCI`, and each connect and listen asks the rules.
+    PerSocket,
+    /// A rule keeps all its sockets on TCP.
+    Tcp,
+    /// The rule file has an error: every socket stays TCP.
+    BadRules,
+}
+
 /// Everything the hot path needs, decided once per process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -36,6 +49,8 @@ pub struct Config {
     pub disabled: bool,
     /// What the family file said (`Missing` when not read because disabled).
     pub family: FamilyStatus,
+    /// What the rules say about this program.
+    pub program: ProgramState,
 }
 
 const STATE_READY: u32 = 1 << 31;
@@ -47,6 +62,8 @@ const FAMILY_LOADED: u32 = 0;
 const FAMILY_MISSING: u32 = 1;
 const FAMILY_UNREADABLE: u32 = 2;
 const FAMILY_INVALID: u32 = 3;
+const STATE_PROGRAM_SHIFT: u32 = 12;
+const STATE_PROGRAM_MASK: u32 = 0b11 << STATE_PROGRAM_SHIFT;
 
 impl Config {
     /// Packs the configuration into one non-zero word, so that it can be
@@ -58,7 +75,14 @@ impl Config {
             FamilyStatus::Unreadable => (FAMILY_UNREADABLE, 0),
             FamilyStatus::Invalid => (FAMILY_INVALID, 0),
         };
-        let mut word = STATE_READY | number | (kind << STATE_FAMILY_SHIFT);
+        let program = match self.program {
+            ProgramState::Sci => 0,
+            ProgramState::PerSocket => 1,
+            ProgramState::Tcp => 2,
+            ProgramState::BadRules => 3,
+        };
+        let mut word =
+            STATE_READY | number | (kind << STATE_FAMILY_SHIFT) | (program << STATE_PROGRAM_SHIFT);
         if self.debug {
             word |= STATE_DEBUG;
         }
@@ -80,10 +104,17 @@ impl Config {
             FAMILY_UNREADABLE => FamilyStatus::Unreadable,
             _ => FamilyStatus::Invalid,
         };
+        let program = match (word & STATE_PROGRAM_MASK) >> STATE_PROGRAM_SHIFT {
+            0 => ProgramState::Sci,
+            1 => ProgramState::PerSocket,
+            2 => ProgramState::Tcp,
+            _ => ProgramState::BadRules,
+        };
         Some(Config {
             debug: word & STATE_DEBUG != 0,
             disabled: word & STATE_DISABLED != 0,
             family,
+            program,
         })
     }
 }
@@ -110,6 +141,10 @@ pub enum Keep {
     Unreadable,
     /// The family file holds garbage.
     Invalid,
+    /// A rule of `preload.conf` keeps this program's sockets on TCP.
+    Rule,
+    /// `preload.conf` has an error.
+    BadRules,
 }
 
 impl Keep {
@@ -127,6 +162,12 @@ impl Keep {
             }
             Keep::Invalid => Some(
                 "sci-preload: af_sci family file holds no valid family; sockets stay AF_INET\n",
+            ),
+            Keep::Rule => Some(
+                "sci-preload: a rule of preload.conf keeps this program's sockets AF_INET\n",
+            ),
+            Keep::BadRules => Some(
+                "sci-preload: preload.conf has an error (scictl load --check names it); sockets stay AF_INET\n",
             ),
         }
     }
@@ -146,6 +187,8 @@ pub fn target_family(
         return Err(Keep::Disabled);
     }
     match cfg.family {
+        FamilyStatus::Loaded(_) if cfg.program == ProgramState::Tcp => Err(Keep::Rule),
+        FamilyStatus::Loaded(_) if cfg.program == ProgramState::BadRules => Err(Keep::BadRules),
         FamilyStatus::Loaded(n) => Ok(c_int::from(n)),
         FamilyStatus::Missing => Err(Keep::NotLoaded),
         FamilyStatus::Unreadable => Err(Keep::Unreadable),
@@ -290,6 +333,7 @@ mod tests {
             debug: false,
             disabled: false,
             family,
+            program: ProgramState::Sci,
         }
     }
 
@@ -375,11 +419,36 @@ mod tests {
     }
 
     #[test]
+    fn the_rules_keep_a_program_on_tcp_or_let_it_through() {
+        let with = |program| Config {
+            program,
+            ..cfg(FamilyStatus::Loaded(27))
+        };
+        assert_eq!(
+            target_family(&with(ProgramState::Tcp), libc::AF_INET, TCP, 0),
+            Err(Keep::Rule)
+        );
+        assert_eq!(
+            target_family(&with(ProgramState::BadRules), libc::AF_INET6, TCP, 0),
+            Err(Keep::BadRules)
+        );
+        for program in [ProgramState::Sci, ProgramState::PerSocket] {
+            assert_eq!(target_family(&with(program), libc::AF_INET, TCP, 0), Ok(27));
+        }
+        assert!(Keep::Rule.notice().unwrap().contains("preload.conf"));
+        assert!(Keep::BadRules
+            .notice()
+            .unwrap()
+            .contains("scictl load --check"));
+    }
+
+    #[test]
     fn disable_wins_over_a_loaded_module() {
         let c = Config {
             debug: true,
             disabled: true,
             family: FamilyStatus::Loaded(27),
+            program: ProgramState::Sci,
         };
         assert_eq!(
             target_family(&c, libc::AF_INET, TCP, 0),
@@ -514,14 +583,22 @@ mod tests {
         ] {
             for debug in [false, true] {
                 for disabled in [false, true] {
-                    let c = Config {
-                        debug,
-                        disabled,
-                        family,
-                    };
-                    let word = c.encode();
-                    assert_ne!(word, 0, "{c:?}");
-                    assert_eq!(Config::decode(word), Some(c));
+                    for program in [
+                        ProgramState::Sci,
+                        ProgramState::PerSocket,
+                        ProgramState::Tcp,
+                        ProgramState::BadRules,
+                    ] {
+                        let c = Config {
+                            debug,
+                            disabled,
+                            family,
+                            program,
+                        };
+                        let word = c.encode();
+                        assert_ne!(word, 0, "{c:?}");
+                        assert_eq!(Config::decode(word), Some(c));
+                    }
                 }
             }
         }

@@ -22,12 +22,14 @@ use std::process::ExitCode;
 
 const DEFAULT_NODES: &str = "/etc/af_sci/nodes.conf";
 const DEFAULT_PORTS: &str = "/etc/af_sci/ports.conf";
+const DEFAULT_PRELOAD: &str = "/etc/af_sci/preload.conf";
 
 /// What `scictl --help` says after the commands.
 const FILES_HELP: &str = "\
 nodes.conf: one 'ADDRESS NODEID' per line (IPv4 or IPv6 address, decimal id).
 ports.conf: one 'include|exclude PORT[-PORT]' per line.
-'#' starts a comment in both. See scictl(8).";
+preload.conf: one 'sci|tcp PROGRAM [ROLE [ADDRESS[/PREFIX] [PORT[-PORT]]]]' per line.
+'#' starts a comment in all three. See scictl(8).";
 
 /// Configure and inspect the af_sci module (generic netlink family "af_sci").
 #[derive(Debug, Parser, PartialEq, Eq)]
@@ -51,9 +53,12 @@ enum Command {
         /// The port rules [default: /etc/af_sci/ports.conf].
         #[arg(long, value_name = "FILE")]
         ports: Option<String>,
-        /// Only check the files.
+        /// Only check the files (and the preload's rules).
         #[arg(long)]
         check: bool,
+        /// The preload's rules, checked with --check [default: /etc/af_sci/preload.conf].
+        #[arg(long, value_name = "FILE")]
+        preload: Option<String>,
     },
     /// The node map (ADDRESS NODE).
     Nodes,
@@ -79,6 +84,14 @@ src|dst ADDR[:PORT]."
         /// The node's id.
         node: u32,
     },
+    /// What the preload's rules (preload.conf) do with the sockets of PROGRAM.
+    PreloadRules {
+        /// The program's name (as /proc/PID/comm has it: its first 15 bytes).
+        program: String,
+        /// The rule file [default: /etc/af_sci/preload.conf].
+        #[arg(long, value_name = "FILE")]
+        preload: Option<String>,
+    },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
 }
@@ -97,6 +110,58 @@ impl From<nl::Error> for Failure {
     fn from(e: nl::Error) -> Self {
         Failure(e.to_string(), 1)
     }
+}
+
+/// Checks the preload's rule file (a missing default file holds no rule).
+fn check_preload(given: Option<&str>) -> Result<(), Failure> {
+    let (path, text) = read_config(given, DEFAULT_PRELOAD)?;
+    sci_preload_rules::Rules::parse(text.as_bytes())
+        .map(|_| ())
+        .map_err(|e| Failure(format!("{path}:{}: {e}", e.line), 1))
+}
+
+/// `scictl preload-rules PROGRAM`: what the preload does with the program's sockets.
+fn preload_rules(json: bool, program: &str, given: Option<&str>) -> Result<(), Failure> {
+    use sci_preload_rules::{ProgramVerdict, Rules, NAME_MAX};
+    let (path, text) = read_config(given, DEFAULT_PRELOAD)?;
+    let rules =
+        Rules::parse(text.as_bytes()).map_err(|e| Failure(format!("{path}:{}: {e}", e.line), 1))?;
+    // The kernel keeps the first 15 bytes of a program's name.
+    let comm = &program.as_bytes()[..program.len().min(NAME_MAX)];
+    let lines: Vec<&str> = text.lines().collect();
+    let applying: Vec<(u32, &str)> = rules
+        .iter()
+        .filter(|r| r.applies_to(comm))
+        .map(|r| (r.line, lines[r.line as usize - 1].trim()))
+        .collect();
+    let name = String::from_utf8_lossy(comm);
+    let (verdict, summary) = match rules.program_verdict(comm) {
+        ProgramVerdict::Sci => ("sci", format!("the TCP sockets of '{name}' become AF_SCI")),
+        ProgramVerdict::Tcp(line) => (
+            "tcp",
+            format!("the sockets of '{name}' stay TCP ({path}:{line})"),
+        ),
+        ProgramVerdict::PerSocket => (
+            "per-socket",
+            format!(
+                "the TCP sockets of '{name}' become AF_SCI; each connect and listen is \
+                 matched against the rules below (the first that matches decides; none: AF_SCI)"
+            ),
+        ),
+    };
+    let mut text_out = format!("{summary}\n");
+    for (line, rule) in &applying {
+        text_out.push_str(&format!("  {path}:{line}: {rule}\n"));
+    }
+    print(
+        json,
+        serde_json::json!({
+            "program": name,
+            "verdict": verdict,
+            "rules": applying.iter().map(|(l, r)| serde_json::json!({"line": l, "rule": r})).collect::<Vec<_>>(),
+        }),
+        text_out,
+    )
 }
 
 /// Reads a configuration file; a missing default file is empty.
@@ -164,7 +229,16 @@ fn run(args: Args) -> Result<(), Failure> {
             nodes,
             ports,
             check,
-        } => load(args.json, nodes.as_deref(), ports.as_deref(), check),
+            preload,
+        } => {
+            if check {
+                check_preload(preload.as_deref())?;
+            }
+            load(args.json, nodes.as_deref(), ports.as_deref(), check)
+        }
+        Command::PreloadRules { program, preload } => {
+            preload_rules(args.json, &program, preload.as_deref())
+        }
         Command::DropLink { node } => {
             Client::connect()?
                 .set(
@@ -255,6 +329,7 @@ mod tests {
                     nodes: Some("/tmp/n".into()),
                     ports: Some("/tmp/p".into()),
                     check: false,
+                    preload: None,
                 },
             }
         );
