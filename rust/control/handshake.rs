@@ -32,6 +32,14 @@ impl Plane<'_> {
                     // another node (a liar guessing slot and generation) would wire this
                     // connect to that node's memory.
                     Some(conn) if conn.peer_node != from => {}
+                    // An accept naming an established connection and the very end it is
+                    // connected to is forged (each end is answered once): telling that end
+                    // "abandoned", as below, would have the peer's node reset it, and our
+                    // connection would end with the peer's close, a clean EOF (make test's
+                    // hostile run, frames). Any other end named is told, as below: only
+                    // an end whose peer is the named connection of ours takes it.
+                    Some(conn)
+                        if conn.phase() == Phase::Established && conn.peer_id() == frame.src => {}
                     Some(conn) if conn.phase() == Phase::Connecting => {
                         if let Err(why) = self.take_accept(from, &frame, &conn) {
                             accept_refused(why);
