@@ -102,16 +102,27 @@ fn secure_mode() -> bool {
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
 }
 
-/// Reads and parses the family file at `path` with raw `open`/`read`/`close`
-/// (async-signal-safe, no allocation). `errno` is left as it was.
-pub fn read_family_file(path: &CStr) -> FamilyStatus {
-    let saved = errno();
-    let status = read_family_file_inner(path);
-    set_errno(saved);
-    status
+/// The path a testing-aid variable names (`SCI_FAMILY_FILE`, `SCI_PRELOAD_CONF`), or
+/// `None` when it is unset, empty, or the process runs in secure mode.
+fn env_path(name: &CStr) -> Option<&'static CStr> {
+    if secure_mode() {
+        return None;
+    }
+    // SAFETY: the name is NUL-terminated; getenv returns null or a NUL-terminated
+    // string of the environment, which lives as long as the process leaves it.
+    let value = unsafe { libc::getenv(name.as_ptr()) };
+    if value.is_null() {
+        return None;
+    }
+    // SAFETY: non-null and NUL-terminated (above).
+    let path = unsafe { CStr::from_ptr(value) };
+    (!path.is_empty()).then_some(path)
 }
 
-fn read_family_file_inner(path: &CStr) -> FamilyStatus {
+/// Reads up to `buf.len()` bytes of `path` with raw `open`/`read`/`close`
+/// (async-signal-safe, no allocation): how many (`buf.len()` when the file is
+/// longer), or the `errno` of the `open` or `read` that failed.
+fn read_file(path: &CStr, buf: &mut [u8]) -> Result<usize, c_int> {
     // SAFETY: path is NUL-terminated; open() does not keep the pointer.
     let fd = unsafe {
         libc::open(
@@ -120,15 +131,10 @@ fn read_family_file_inner(path: &CStr) -> FamilyStatus {
         )
     };
     if fd < 0 {
-        return match errno() {
-            libc::ENOENT | libc::ENOTDIR => FamilyStatus::Missing,
-            _ => FamilyStatus::Unreadable,
-        };
+        return Err(errno());
     }
-    // One byte more than any valid text ("255\n"), so longer text is caught.
-    let mut buf = [0u8; 16];
     let mut len = 0usize;
-    let mut failed = false;
+    let mut failed = None;
     while len < buf.len() {
         let rest = &mut buf[len..];
         // SAFETY: rest is a valid writable buffer of rest.len() bytes; fd is
@@ -139,7 +145,7 @@ fn read_family_file_inner(path: &CStr) -> FamilyStatus {
         } else if n == 0 {
             break;
         } else if errno() != libc::EINTR {
-            failed = true;
+            failed = Some(errno());
             break;
         }
     }
@@ -147,50 +153,52 @@ fn read_family_file_inner(path: &CStr) -> FamilyStatus {
     unsafe {
         libc::close(fd);
     }
-    if failed {
-        FamilyStatus::Unreadable
-    } else if len == buf.len() {
-        FamilyStatus::Invalid
-    } else {
-        match policy::parse_family(&buf[..len]) {
-            Some(n) => FamilyStatus::Loaded(n),
-            None => FamilyStatus::Invalid,
-        }
-    }
+    failed.map_or(Ok(len), Err)
 }
 
-/// Path of the family file: `SCI_FAMILY_FILE` (testing aid, not honoured in
-/// secure mode) or the sysfs path. Reads the family through it.
+/// Reads and parses the family file at `path`. `errno` is left as it was.
+pub fn read_family_file(path: &CStr) -> FamilyStatus {
+    let saved = errno();
+    // One byte more than any valid text ("255\n"), so longer text is caught.
+    let mut buf = [0u8; 16];
+    let status = match read_file(path, &mut buf) {
+        Err(libc::ENOENT | libc::ENOTDIR) => FamilyStatus::Missing,
+        Err(_) => FamilyStatus::Unreadable,
+        Ok(len) if len == buf.len() => FamilyStatus::Invalid,
+        Ok(len) => match policy::parse_family(&buf[..len]) {
+            Some(n) => FamilyStatus::Loaded(n),
+            None => FamilyStatus::Invalid,
+        },
+    };
+    set_errno(saved);
+    status
+}
+
+/// The family, from `SCI_FAMILY_FILE` (testing aid, not honoured in secure
+/// mode) or the sysfs path.
 fn read_configured_family() -> FamilyStatus {
-    if !secure_mode() {
-        // SAFETY: the name is NUL-terminated; getenv returns null or a
-        // NUL-terminated string, used only before this function returns.
-        let over = unsafe { libc::getenv(c"SCI_FAMILY_FILE".as_ptr()) };
-        if !over.is_null() {
-            // SAFETY: over is non-null and NUL-terminated (see above).
-            let path = unsafe { CStr::from_ptr(over) };
-            if !path.is_empty() {
-                return read_family_file(path);
-            }
-        }
+    read_family_file(env_path(c"SCI_FAMILY_FILE").unwrap_or(FAMILY_PATH))
+}
+
+/// The next definition of `name` in symbol lookup order (libc's), or null when
+/// there is none or it is `ours` (this object is not a preload): the caller then
+/// makes the raw system call.
+fn next_symbol(name: &CStr, ours: *mut c_void) -> *mut c_void {
+    // SAFETY: RTLD_NEXT with a NUL-terminated symbol name is a valid dlsym
+    // lookup; the result is only compared and returned.
+    let real = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr()) };
+    if real == ours {
+        core::ptr::null_mut()
+    } else {
+        real
     }
-    read_family_file(FAMILY_PATH)
 }
 
 /// Looks up the real `socket` and reads the configuration, then publishes
 /// both. Idempotent: racing callers compute the same values.
 fn init() -> Config {
     let saved = errno();
-    // SAFETY: RTLD_NEXT with a NUL-terminated symbol name is a valid dlsym
-    // lookup; the result is only stored, and checked for null before use.
-    let real = unsafe { libc::dlsym(libc::RTLD_NEXT, c"socket".as_ptr()) };
-    // Never call ourselves (possible if this object is not a preload).
-    #[cfg(not(test))]
-    let real = if real == socket as SocketFn as *mut c_void {
-        core::ptr::null_mut()
-    } else {
-        real
-    };
+    let real = next_symbol(c"socket", socket as SocketFn as *mut c_void);
     REAL_SOCKET.store(real, Ordering::Release);
 
     let disabled = getenv_flag(c"SCI_DISABLE");

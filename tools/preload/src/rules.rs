@@ -13,8 +13,9 @@
 //! In the calls, as in `socket()`: no allocation and no lock, only system calls that are
 //! async-signal-safe; `errno` is what the real call left.
 
+use crate::policy::{Config, FamilyStatus};
 use crate::policy::{LineBuf, ProgramState};
-use crate::{errno, secure_mode, set_errno, write_stderr, STATE};
+use crate::{env_path, errno, next_symbol, read_file, set_errno, write_stderr, STATE};
 use core::ffi::{c_void, CStr};
 use core::fmt::Write;
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -45,47 +46,6 @@ static REAL_LISTEN: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 type ConnectFn = unsafe extern "C" fn(c_int, *const sockaddr, socklen_t) -> c_int;
 type ListenFn = unsafe extern "C" fn(c_int, c_int) -> c_int;
 
-/// Reads up to `buf.len()` bytes of `path` (raw calls); `None` if it cannot be opened,
-/// `Some(len)` with `len == buf.len()` when it is longer.
-fn read_file(path: &CStr, buf: &mut [u8]) -> Result<usize, c_int> {
-    // SAFETY: path is NUL-terminated; open() does not keep the pointer.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(errno());
-    }
-    let mut len = 0;
-    while len < buf.len() {
-        let rest = &mut buf[len..];
-        // SAFETY: rest is writable for rest.len() bytes; fd is ours.
-        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
-        if n > 0 {
-            len += n as usize;
-        } else if n == 0 || errno() != libc::EINTR {
-            break;
-        }
-    }
-    // SAFETY: fd was opened above and is closed once.
-    unsafe { libc::close(fd) };
-    Ok(len)
-}
-
-/// The rule file's path: `SCI_PRELOAD_CONF` (not in secure mode) or [`RULES_PATH`].
-fn rules_path() -> &'static CStr {
-    if !secure_mode() {
-        // SAFETY: the name is NUL-terminated; getenv returns null or a NUL-terminated
-        // string of the environment, which lives as long as the process leaves it.
-        let over = unsafe { libc::getenv(c"SCI_PRELOAD_CONF".as_ptr()) };
-        if !over.is_null() {
-            // SAFETY: non-null and NUL-terminated (above).
-            let path = unsafe { CStr::from_ptr(over) };
-            if !path.is_empty() {
-                return path;
-            }
-        }
-    }
-    RULES_PATH
-}
-
 /// Reads the rules and this program's name, and says what they mean for it. Called once,
 /// from the library's initialisation.
 pub(crate) fn load(debug: bool) -> ProgramState {
@@ -96,28 +56,19 @@ pub(crate) fn load(debug: bool) -> ProgramState {
 }
 
 fn load_inner(debug: bool) -> ProgramState {
-    // SAFETY: dlsym with RTLD_NEXT and NUL-terminated names; results are only stored.
-    let (real_connect, real_listen) = unsafe {
-        (
-            libc::dlsym(libc::RTLD_NEXT, c"connect".as_ptr()),
-            libc::dlsym(libc::RTLD_NEXT, c"listen".as_ptr()),
-        )
-    };
-    // Never call ourselves (possible if this object is not a preload): the raw calls then.
-    let ours = |p: *mut c_void, f: *mut c_void| if p == f { core::ptr::null_mut() } else { p };
     REAL_CONNECT.store(
-        ours(real_connect, connect as ConnectFn as *mut c_void),
+        next_symbol(c"connect", connect as ConnectFn as *mut c_void),
         Ordering::Release,
     );
     REAL_LISTEN.store(
-        ours(real_listen, listen as ListenFn as *mut c_void),
+        next_symbol(c"listen", listen as ListenFn as *mut c_void),
         Ordering::Release,
     );
     let mut comm = [0u8; 16];
     let comm_len = read_file(c"/proc/self/comm", &mut comm)
         .map(|n| comm[..n].strip_suffix(b"\n").map_or(n, <[u8]>::len))
         .unwrap_or(0);
-    let path = rules_path();
+    let path = env_path(c"SCI_PRELOAD_CONF").unwrap_or(RULES_PATH);
     let mut text = [0u8; FILE_MAX];
     let len = match read_file(path, &mut text) {
         Ok(len) if len == FILE_MAX => {
@@ -218,11 +169,8 @@ unsafe fn ip_port(addr: *const sockaddr, len: socklen_t) -> Option<(IpAddr, u16)
 }
 
 /// Whether `fd` is an `AF_SCI` socket (of the family the library rewrites to).
-fn is_sci(fd: c_int) -> bool {
-    let Some(cfg) = crate::policy::Config::decode(STATE.load(Ordering::Acquire)) else {
-        return false;
-    };
-    let crate::policy::FamilyStatus::Loaded(family) = cfg.family else {
+fn is_sci(fd: c_int, cfg: &Config) -> bool {
+    let FamilyStatus::Loaded(family) = cfg.family else {
         return false;
     };
     let mut domain: c_int = 0;
@@ -242,12 +190,12 @@ fn is_sci(fd: c_int) -> bool {
 
 /// Before `connect()` or `listen()` on `fd` to or at `ip:port`: a socket the rules keep
 /// on TCP is told so. Leaves `errno` as it was.
-fn apply(fd: c_int, role: Role, (ip, port): (IpAddr, u16), debug: bool) {
+fn apply(fd: c_int, role: Role, (ip, port): (IpAddr, u16), cfg: &Config) {
     let Some(l) = LOADED.get() else {
         return;
     };
     let (action, line) = l.rules.decide(&l.comm[..l.comm_len], role, ip, port);
-    if action != Action::Tcp || !is_sci(fd) {
+    if action != Action::Tcp || !is_sci(fd, cfg) {
         return;
     }
     let off: c_int = 0;
@@ -266,15 +214,15 @@ fn apply(fd: c_int, role: Role, (ip, port): (IpAddr, u16), debug: bool) {
         Role::Listen => "listen on",
     };
     say(
-        debug,
+        cfg.debug,
         format_args!("fd {fd}: {what} {ip} port {port} stays TCP (preload.conf:{line})"),
     );
 }
 
-/// Whether this program's connects and listens ask the rules (and under `SCI_DEBUG`).
-fn per_socket() -> Option<bool> {
-    let cfg = crate::policy::Config::decode(STATE.load(Ordering::Acquire))?;
-    (cfg.program == ProgramState::PerSocket).then_some(cfg.debug)
+/// The configuration, when this program's connects and listens ask the rules.
+fn per_socket() -> Option<Config> {
+    let cfg = Config::decode(STATE.load(Ordering::Acquire))?;
+    (cfg.program == ProgramState::PerSocket).then_some(cfg)
 }
 
 /// The interposed `connect(2)`.
@@ -283,11 +231,11 @@ fn per_socket() -> Option<bool> {
 /// Same contract as `connect(2)`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_t) -> c_int {
-    if let Some(debug) = per_socket() {
+    if let Some(cfg) = per_socket() {
         let saved = errno();
         // SAFETY: the caller passes `addr` valid for `len` bytes (connect's contract).
         if let Some(dest) = unsafe { ip_port(addr, len) } {
-            apply(fd, Role::Connect, dest, debug);
+            apply(fd, Role::Connect, dest, &cfg);
         }
         set_errno(saved);
     }
@@ -308,7 +256,7 @@ pub unsafe extern "C" fn connect(fd: c_int, addr: *const sockaddr, len: socklen_
 /// Same contract as `listen(2)`.
 #[cfg_attr(not(test), no_mangle)]
 pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
-    if let Some(debug) = per_socket() {
+    if let Some(cfg) = per_socket() {
         let saved = errno();
         // SAFETY: a zeroed sockaddr_storage is valid; getsockname fills at most `len`.
         let mut ss: libc::sockaddr_storage = unsafe { core::mem::zeroed() };
@@ -318,7 +266,7 @@ pub unsafe extern "C" fn listen(fd: c_int, backlog: c_int) -> c_int {
         if r == 0 {
             // SAFETY: getsockname wrote `len` bytes of `ss` (at most its size).
             if let Some(at) = unsafe { ip_port(core::ptr::from_ref(&ss).cast(), len) } {
-                apply(fd, Role::Listen, at, debug);
+                apply(fd, Role::Listen, at, &cfg);
             }
         }
         set_errno(saved);
