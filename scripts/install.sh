@@ -33,15 +33,25 @@ kver() {
 	cat "$KDIR/include/config/kernel.release"
 }
 
-# put MODE SRC DEST: installs one file and lists it, and the directories it creates.
-put() {
-	local d=${3%/*}
+# new_dirs DIR: the directories (as DIR/) that creating DIR below DESTDIR would make.
+new_dirs() {
+	local d=$1
 	while [ -n "$d" ] && [ ! -d "$DESTDIR$d" ]; do
-		echo "$d/" >>"$manifest.new"
+		echo "$d/"
 		d=${d%/*}
 	done
+}
+# put MODE SRC DEST: installs one file and lists it, and the directories it creates.
+put() {
+	new_dirs "${3%/*}" >>"$manifest.new"
 	install -D -m "$1" "$2" "$DESTDIR$3"
 	echo "$3" >>"$manifest.new"
+}
+# put_text MODE DEST: put, of what comes on standard input.
+put_text() {
+	cat >"$manifest.text"
+	put "$1" "$manifest.text" "$2"
+	rm -f "$manifest.text"
 }
 # put_config SRC DEST: an example configuration file, only where none is.
 put_config() {
@@ -63,14 +73,10 @@ install_all() {
 	if [ -f "$manifest" ]; then
 		cp "$manifest" "$manifest.new"
 	else
-		local made=() d=${manifest%/*}
-		d=${d#"$DESTDIR"}
-		while [ -n "$d" ] && [ ! -d "$DESTDIR$d" ]; do
-			made+=("$d/")
-			d=${d%/*}
-		done
-		mkdir -p "$(dirname "$manifest")"
-		printf '%s\n' "${made[@]}" >"$manifest.new"
+		local made
+		made=$(new_dirs "$PREFIX/share/af_sci")
+		mkdir -p "${manifest%/*}"
+		echo "$made" >"$manifest.new"
 	fi
 	put 0644 "$top/af_sci.ko" "/lib/modules/$kver/updates/af_sci.ko"
 	for t in scictl sci-bench ivshmem-server; do
@@ -78,21 +84,16 @@ install_all() {
 	done
 	put 0755 "$bin/libsci_preload.so" "$PREFIX/lib/libsci_preload.so"
 	# sci-run looks for the library next to itself, then where this install put it.
-	sed "s|/usr/local/lib/libsci_preload.so|$PREFIX/lib/libsci_preload.so|g" "$top/tools/sci-run" >"$manifest.sci-run"
-	put 0755 "$manifest.sci-run" "$PREFIX/bin/sci-run"
-	rm -f "$manifest.sci-run"
+	sed "s|/usr/local/lib/libsci_preload.so|$PREFIX/lib/libsci_preload.so|g" "$top/tools/sci-run" |
+		put_text 0755 "$PREFIX/bin/sci-run"
 	# Shell completions, from scictl itself (clap writes them).
-	"$bin/scictl" completions bash >"$manifest.completion"
-	put 0644 "$manifest.completion" "$PREFIX/share/bash-completion/completions/scictl"
-	"$bin/scictl" completions zsh >"$manifest.completion"
-	put 0644 "$manifest.completion" "$PREFIX/share/zsh/site-functions/_scictl"
-	rm -f "$manifest.completion"
+	"$bin/scictl" completions bash | put_text 0644 "$PREFIX/share/bash-completion/completions/scictl"
+	"$bin/scictl" completions zsh | put_text 0644 "$PREFIX/share/zsh/site-functions/_scictl"
 	for m in "$top"/tools/man/*.[18]; do
 		put 0644 "$m" "$PREFIX/share/man/man${m##*.}/${m##*/}"
 	done
-	sed "s|@PREFIX@|$PREFIX|g" "$top/dist/af_sci.service.in" >"$manifest.service"
-	put 0644 "$manifest.service" "$PREFIX/lib/systemd/system/af_sci.service"
-	rm -f "$manifest.service"
+	sed "s|@PREFIX@|$PREFIX|g" "$top/dist/af_sci.service.in" |
+		put_text 0644 "$PREFIX/lib/systemd/system/af_sci.service"
 	put_config "$top/dist/nodes.conf" "$SYSCONFDIR/af_sci/nodes.conf"
 	put_config "$top/dist/ports.conf" "$SYSCONFDIR/af_sci/ports.conf"
 	put_config "$top/dist/preload.conf" "$SYSCONFDIR/af_sci/preload.conf"
