@@ -114,18 +114,23 @@ impl From<nl::Error> for Failure {
 
 /// Checks the preload's rule file (a missing default file holds no rule).
 fn check_preload(given: Option<&str>) -> Result<(), Failure> {
+    read_preload(given).map(|_| ())
+}
+
+/// The preload's rule file: its path, its text and its rules; an error names the line.
+fn read_preload(
+    given: Option<&str>,
+) -> Result<(String, String, sci_preload_rules::Rules), Failure> {
     let (path, text) = read_config(given, DEFAULT_PRELOAD)?;
-    sci_preload_rules::Rules::parse(text.as_bytes())
-        .map(|_| ())
-        .map_err(|e| Failure(format!("{path}:{}: {e}", e.line), 1))
+    let rules = sci_preload_rules::Rules::parse(text.as_bytes())
+        .map_err(|e| Failure(format!("{path}:{}: {e}", e.line), 1))?;
+    Ok((path, text, rules))
 }
 
 /// `scictl preload-rules PROGRAM`: what the preload does with the program's sockets.
 fn preload_rules(json: bool, program: &str, given: Option<&str>) -> Result<(), Failure> {
-    use sci_preload_rules::{ProgramVerdict, Rules, NAME_MAX};
-    let (path, text) = read_config(given, DEFAULT_PRELOAD)?;
-    let rules =
-        Rules::parse(text.as_bytes()).map_err(|e| Failure(format!("{path}:{}: {e}", e.line), 1))?;
+    use sci_preload_rules::{ProgramVerdict, NAME_MAX};
+    let (path, text, rules) = read_preload(given)?;
     // The kernel keeps the first 15 bytes of a program's name.
     let comm = &program.as_bytes()[..program.len().min(NAME_MAX)];
     let lines: Vec<&str> = text.lines().collect();
