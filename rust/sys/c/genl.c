@@ -16,6 +16,7 @@ static const struct nla_policy sci_node_policy[SCI_NODE_A_MAX + 1] = {
 	[SCI_NODE_A_ADDR4]	= { .type = NLA_BE32 },
 	[SCI_NODE_A_ADDR6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
 	[SCI_NODE_A_ID]		= { .type = NLA_U32 },
+	[SCI_NODE_A_SOURCE]	= NLA_POLICY_MAX(NLA_U8, SCI_NODE_SOURCE_FABRIC),
 };
 
 static const struct nla_policy sci_port_policy[SCI_PORT_A_MAX + 1] = {
