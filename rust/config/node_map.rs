@@ -37,13 +37,15 @@ impl NodeMap {
     }
 
     /// The decision for a connection to `dest:port` from namespace `net`, on a node
-    /// whose id on its fabric is `local_node`.
+    /// whose id on its fabric is `local_node`; `published` finds the node that published
+    /// an address (asked only while no map is loaded).
     pub(crate) fn decide(
         &self,
         net: *mut bindings::net,
         dest: Ip,
         port: u16,
         local_node: NodeId,
+        published: impl FnOnce(Ip) -> Option<NodeId>,
     ) -> Decision {
         let tables = self.tables.lock();
         let map_empty = tables.nodes.iter().next().is_none();
@@ -55,6 +57,7 @@ impl NodeMap {
             map_empty,
             |ip| tables.nodes.get(&ip).copied(),
             |ip| addr_is_local(net, ip),
+            published,
         )
     }
 

@@ -16,7 +16,13 @@
 //! 4. the node map is empty (not configured) and the address is one of this node's own
 //!    (loopback, unspecified, or an address of a local interface): SCI to the local node
 //!    (the fabric's node id, [`LOCAL_NODE`] without a fabric);
-//! 5. otherwise native, [`FallbackReason::NotMapped`].
+//! 5. the node map is empty and a node the fabric reaches published the address: SCI to
+//!    that node;
+//! 6. otherwise native, [`FallbackReason::NotMapped`].
+//!
+//! A loaded node map is authoritative: published addresses are not consulted at all
+//! then. A peer can publish any address (as a host can answer any ARP request), so
+//! only an administrator who loads no map trusts the peers' word.
 //!
 //! IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) are matched as the IPv4 address.
 
@@ -302,8 +308,11 @@ pub enum Decision {
 ///
 /// `map_empty` tells whether the node map is unconfigured, `lookup` finds an address in
 /// it, `is_local` tells whether an address belongs to one of this node's interfaces (only
-/// asked when the map is empty and the address is neither loopback nor unspecified). Both
-/// get the canonical address. `local_node` is this node's id.
+/// asked when the map is empty and the address is neither loopback nor unspecified),
+/// `published` finds the reachable node that published an address (only asked when the
+/// map is empty and the address is not this node's). All get the canonical address.
+/// `local_node` is this node's id.
+#[allow(clippy::too_many_arguments)]
 pub fn decide(
     rules: &[PortRule],
     dest: Ip,
@@ -312,6 +321,7 @@ pub fn decide(
     map_empty: bool,
     lookup: impl FnOnce(Ip) -> Option<NodeId>,
     is_local: impl FnOnce(Ip) -> bool,
+    published: impl FnOnce(Ip) -> Option<NodeId>,
 ) -> Decision {
     if !port_allowed(rules, port) {
         return Decision::Native(FallbackReason::PortExcluded);
@@ -324,8 +334,10 @@ pub fn decide(
         };
     }
     if dest.is_loopback() || dest.is_unspecified() || is_local(dest) {
-        Decision::Sci(local_node)
-    } else {
-        Decision::Native(FallbackReason::NotMapped)
+        return Decision::Sci(local_node);
+    }
+    match published(dest) {
+        Some(node) => Decision::Sci(node),
+        None => Decision::Native(FallbackReason::NotMapped),
     }
 }

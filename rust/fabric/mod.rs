@@ -16,6 +16,7 @@ pub(crate) mod memory;
 pub(crate) mod queue_selftest;
 pub(crate) mod select;
 
+use crate::config::rules::Ip;
 use crate::proto::frame::FRAME_SIZE;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -94,4 +95,14 @@ pub(crate) trait Fabric: Send + Sync {
     fn drop_link(&self, _node: NodeId) -> Result {
         Err(crate::sys::errno::errno(crate::sys::bindings::EOPNOTSUPP))
     }
+
+    /// The reachable node that published `ip` as its address (used only while no node
+    /// map is loaded). A backend without published addresses knows none.
+    fn node_with_address(&self, _ip: Ip) -> Option<NodeId> {
+        None
+    }
+
+    /// Calls `f` on every address reachable nodes published, with the node, from the
+    /// `skip`th on in a stable order, until it returns false (for `scictl nodes`).
+    fn visit_published(&self, _skip: usize, _f: &mut dyn FnMut(Ip, NodeId) -> bool) {}
 }

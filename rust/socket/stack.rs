@@ -7,7 +7,7 @@
 //! looks it up.
 
 use crate::config::node_map::NodeMap;
-use crate::config::rules::{Decision, Ip};
+use crate::config::rules::{Decision, Ip, NodeId};
 use crate::control::ControlPlane;
 use crate::socket::registry::Registry;
 use crate::socket::sk::SkRef;
@@ -41,8 +41,13 @@ impl Stack {
     }
 
     /// The connect-time decision for `dest:port` in namespace `net`.
+    /// With no node map loaded, the addresses the fabric's reachable nodes published
+    /// stand in for one.
     pub(crate) fn decide(&self, net: *mut bindings::net, dest: Ip, port: u16) -> Decision {
-        let local = self.plane.fabric().local_node();
-        self.nodes.decide(net, dest, port, local.into())
+        let fabric = self.plane.fabric();
+        let local = fabric.local_node();
+        self.nodes.decide(net, dest, port, local.into(), |ip| {
+            fabric.node_with_address(ip).map(NodeId::from)
+        })
     }
 }

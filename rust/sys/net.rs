@@ -25,6 +25,18 @@ pub(crate) fn addr6_is_local(net: *mut bindings::net, a: [u8; 16]) -> bool {
     unsafe { bindings::sci_addr6_is_local(net, &addr) }
 }
 
+/// Up to `N` addresses of this host's interfaces in the initial namespace that another
+/// node could reach (not loopback, link-local or multicast), IPv4 first as IPv4-mapped
+/// IPv6; the count is the second value.
+pub(crate) fn host_addrs<const N: usize>() -> ([[u8; 16]; N], usize) {
+    let mut out = [[0u8; 16]; N];
+    let max = core::ffi::c_int::try_from(N).unwrap_or(0);
+    // SAFETY: `out` holds `max` 16-byte addresses and lives across the call, which
+    // writes at most that many.
+    let n = unsafe { bindings::sci_host_addrs(out.as_mut_ptr().cast(), max) };
+    (out, usize::try_from(n).unwrap_or(0).min(N))
+}
+
 /// The source address a TCP connect from namespace `net` to the IPv4 address `dest`
 /// would use: the preferred source of the route to it (`ip_route_output_key()`).
 pub(crate) fn route4_source(net: *mut bindings::net, dest: [u8; 4]) -> Result<[u8; 4]> {

@@ -259,11 +259,24 @@ def recv_exact(sock, n):
     return bytes(buf)
 
 
-def load_module(tap, role, more_nodes=(), wait_for=None):
+def load_node_map(tap, more_nodes=()):
+    """scictl load: the guests' addresses and node ids, plus more_nodes ((address, node)
+    pairs), as /tmp/nodes.conf."""
+    guests = ((A, 0), (B, 1), (C, 2))[:GUESTS]
+    with open("/tmp/nodes.conf", "w") as f:
+        for addr, n in (*guests, *more_nodes):
+            f.write(f"{addr} {n}\n")
+    extra = "".join(f", {addr} node {n}" for addr, n in (*guests[2:], *more_nodes))
+    tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
+              f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
+
+
+def load_module(tap, role, more_nodes=(), wait_for=None, node_map=True):
     """insmod af_sci.ko on the ivshmem fabric (A node 0, B node 1, C node 2), the node map
-    (the guests, plus more_nodes: (address, node) pairs), and a wait until this node is
-    linked with every other guest's (or only with the nodes in wait_for: a node that
-    joins later is not waited for)."""
+    (the guests, plus more_nodes: (address, node) pairs; none with node_map=False: the
+    guests' published addresses stand in for it), and a wait until this node is linked
+    with every other guest's (or only with the nodes in wait_for: a node that joins later
+    is not waited for)."""
     node = NODE[role]
     sh(f"{KMEMLEAK_CHECK} start")  # the sanitizer kernel: forget the boot's reports
     r = sh(f"insmod {KO} fabric=ivshmem node_id={node} ivshmem_nodes={GUESTS}")
@@ -276,13 +289,9 @@ def load_module(tap, role, more_nodes=(), wait_for=None):
         up = re.findall(r"ivshmem: node \d+ up .*", sh("dmesg").stdout)
         tap.check(bool(up) and "MSI-X doorbells" in up[-1],
                   f"the ivshmem-doorbell device takes MSI-X interrupts ({up[-1:]})")
+    if node_map:
+        load_node_map(tap, more_nodes)
     guests = ((A, 0), (B, 1), (C, 2))[:GUESTS]
-    with open("/tmp/nodes.conf", "w") as f:
-        for addr, n in (*guests, *more_nodes):
-            f.write(f"{addr} {n}\n")
-    extra = "".join(f", {addr} node {n}" for addr, n in (*guests[2:], *more_nodes))
-    tap.check(sh(f"{SCICTL} load --nodes /tmp/nodes.conf --ports /dev/null").returncode == 0,
-              f"scictl load: 10.0.0.1 is node 0, 10.0.0.2 node 1{extra}")
     others = {n for _, n in guests if n != node}
     if wait_for is not None:
         others = set(wait_for) - {node}

@@ -108,7 +108,7 @@ struct sci_info {
 
 enum sci_cmd {
 	SCI_CMD_UNSPEC,
-	SCI_CMD_NODE_GET,	/* dump: one SCI_A_NODE per message */
+	SCI_CMD_NODE_GET,	/* dump: one SCI_A_NODE per message (node map, then published) */
 	SCI_CMD_NODE_SET,	/* do, admin: replace the node map with the SCI_A_NODE nests */
 	SCI_CMD_PORT_GET,	/* dump: one SCI_A_PORT_RULE per message */
 	SCI_CMD_PORT_SET,	/* do, admin: replace the port rules with the SCI_A_PORT_RULE nests */
@@ -135,12 +135,23 @@ enum sci_attr {
 };
 #define SCI_A_MAX		(__SCI_A_MAX - 1)
 
+/*
+ * Where a node map entry comes from (SCI_NODE_A_SOURCE): the administrator's node map
+ * (SCI_CMD_NODE_SET), or the addresses a node the fabric reaches published, which are
+ * used only while no node map is loaded (a loaded map is authoritative).
+ */
+enum sci_node_source {
+	SCI_NODE_SOURCE_FILE	= 0,
+	SCI_NODE_SOURCE_FABRIC	= 1,
+};
+
 /* A node map entry: one IPv4 or IPv6 address of a node and the node's id. */
 enum sci_node_attr {
 	SCI_NODE_A_UNSPEC,
 	SCI_NODE_A_ADDR4,	/* __be32: IPv4 address (exactly one of ADDR4, ADDR6) */
 	SCI_NODE_A_ADDR6,	/* 16 bytes: IPv6 address */
 	SCI_NODE_A_ID,		/* u32: node id */
+	SCI_NODE_A_SOURCE,	/* u8: enum sci_node_source (NODE_GET replies; absent: file) */
 
 	__SCI_NODE_A_MAX,
 };

@@ -176,25 +176,63 @@ fn put_ip(w: &mut Writer<'_>, ip: Ip, a4: u32, a6: u32) -> Result {
     }
 }
 
-/// `SCI_CMD_NODE_GET`: one `SCI_A_NODE` per message, in address order.
+/// Where [`node_dump`] is once the node map is done: positions from here count the
+/// published entries, so a map that changes between rounds shifts neither part.
+const PUBLISHED_FROM: u64 = 1 << 32;
+
+/// One node entry message; false if it did not fit.
+fn put_node(d: &mut Dump<'_>, ip: Ip, id: NodeId, source: u32) -> bool {
+    d.message(CMD_NODE_GET, |w| {
+        w.nest(A_NODE, |w| {
+            put_ip(
+                w,
+                ip,
+                bindings::sci_node_attr_SCI_NODE_A_ADDR4,
+                bindings::sci_node_attr_SCI_NODE_A_ADDR6,
+            )?;
+            w.put_u32(bindings::sci_node_attr_SCI_NODE_A_ID as u16, id)?;
+            w.put_u8(
+                bindings::sci_node_attr_SCI_NODE_A_SOURCE as u16,
+                source as u8,
+            )
+        })
+    })
+}
+
+/// `SCI_CMD_NODE_GET`: one `SCI_A_NODE` per message: the node map in address order,
+/// then the addresses the fabric's reachable nodes published (shown whether or not a
+/// map is loaded: `scictl nodes` says which are in use).
 pub(crate) fn node_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
-    let start = d.position();
-    let mut done = 0u64;
-    stack.nodes.visit_nodes(start as usize, |ip, id| {
-        let written = d.message(CMD_NODE_GET, |w| {
-            w.nest(A_NODE, |w| {
-                put_ip(
-                    w,
-                    ip,
-                    bindings::sci_node_attr_SCI_NODE_A_ADDR4,
-                    bindings::sci_node_attr_SCI_NODE_A_ADDR6,
-                )?;
-                w.put_u32(bindings::sci_node_attr_SCI_NODE_A_ID as u16, id)
-            })
+    let mut start = d.position();
+    if start < PUBLISHED_FROM {
+        let mut done = 0u64;
+        let mut full = false;
+        stack.nodes.visit_nodes(start as usize, |ip, id| {
+            let written = put_node(d, ip, id, bindings::sci_node_source_SCI_NODE_SOURCE_FILE);
+            done += u64::from(written);
+            full = !written;
+            written
         });
-        done += u64::from(written);
-        written
-    });
+        if full {
+            d.set_position(start + done);
+            return Ok(());
+        }
+        start = PUBLISHED_FROM;
+    }
+    let mut done = 0u64;
+    stack
+        .plane
+        .fabric()
+        .visit_published((start - PUBLISHED_FROM) as usize, &mut |ip, id| {
+            let written = put_node(
+                d,
+                ip,
+                id.into(),
+                bindings::sci_node_source_SCI_NODE_SOURCE_FABRIC,
+            );
+            done += u64::from(written);
+            written
+        });
     d.set_position(start + done);
     Ok(())
 }

@@ -24,6 +24,7 @@
 //! 5. the mapping is retired ([`crate::fabric::memory::DeviceMem::retire`]): nothing
 //!    touches the device's addresses again.
 
+use super::addresses::{HostAddrs, Published};
 use super::device::{IvshmemDev, REG_DOORBELL};
 use super::heap::Heap;
 use super::node;
@@ -172,6 +173,9 @@ pub(super) struct Attachment {
     peers: KVec<Arc<Peer>>,
     pub(super) heap: Arc<Heap>,
     beat: AtomicU64,
+    /// The addresses this node published (the poller looks again now and then).
+    #[pin]
+    pub(super) published: Mutex<Published>,
     /// This node's own word was changed under it (reported once).
     word_changed: AtomicBool,
     /// The device is being removed ([`Attachment::leave`]): no tick, no delivery, no
@@ -210,7 +214,8 @@ impl Attachment {
             generation: 0,
         };
         let whole = SegMem::device(&dev.mem, 0, dev.mem.len(), None, None)?;
-        let joined = node::join(&whole, me, word, nodes, liveness)?;
+        let addrs = HostAddrs::now();
+        let joined = node::join(&whole, me, word, nodes, liveness, addrs.as_slice())?;
         let word = NodeWord {
             generation: joined.generation,
             ..word
@@ -218,6 +223,8 @@ impl Attachment {
         let region = joined.region.clone();
         let attached = Self::new(dev, joined.region, me, word, liveness, events, channels)
             .inspect_err(|_| node::leave(&region, me, word))?;
+        *attached.published.lock() = Published::new(addrs, now_ms());
+        pr_info!("ivshmem: node {} publishes its addresses {}\n", me, addrs);
         if interrupts {
             if let Err(e) = dev.request_irq(attached.clone()) {
                 // Polling still delivers (every tick); say so.
@@ -271,6 +278,10 @@ impl Attachment {
                 peers,
                 heap,
                 beat: AtomicU64::new(0),
+                published <- kernel::new_mutex!(
+                    Published::new(HostAddrs::default(), 0),
+                    "ivshmem::Attachment::published"
+                ),
                 word_changed: AtomicBool::new(false),
                 leaving: AtomicBool::new(false),
                 polling <- kernel::new_mutex!((), "ivshmem::Attachment::polling"),
@@ -323,6 +334,7 @@ impl Attachment {
                 self.tick_peer(peer, now);
             }
         }
+        self.republish(now);
     }
 
     fn tick_peer(&self, peer: &Peer, now: u64) {

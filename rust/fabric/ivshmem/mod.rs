@@ -44,6 +44,7 @@
 //!   its own connections, never this node's others), and their doorbells and frames are
 //!   delivered directly, as the loopback fabric does. They outlive the device.
 
+mod addresses;
 mod attachment;
 mod device;
 mod heap;
@@ -55,6 +56,7 @@ use self::attachment::{Attachment, MIN_STILL_TICKS};
 use self::device::{DevSlot, DevUser, IvshmemDev, IvshmemDriver};
 use super::memory::SegMem;
 use super::{Fabric, FabricEvents, NodeId};
+use crate::config::rules::Ip;
 use crate::proto::frame::FRAME_SIZE;
 use crate::proto::liveness::LivenessParams;
 use crate::proto::region::PAGE_SIZE;
@@ -365,6 +367,16 @@ impl Fabric for Ivshmem {
         self.attached()
             .ok_or(errno(bindings::ENOTCONN))?
             .drop_link(node)
+    }
+
+    fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
+        self.attached()?.node_with_address(ip)
+    }
+
+    fn visit_published(&self, skip: usize, f: &mut dyn FnMut(Ip, NodeId) -> bool) {
+        if let Some(a) = self.attached() {
+            a.visit_published(skip, f);
+        }
     }
 
     fn create_segment(&self, channel: u32, len: usize, peer: NodeId) -> Result<Arc<SegMem>> {

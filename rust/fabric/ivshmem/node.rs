@@ -16,7 +16,7 @@
 //! node watches the entry's heartbeat for a timeout first: if it moves, another live
 //! node has this id and the join fails with `EADDRINUSE`. Otherwise the node takes the
 //! next generation, initializes its area (empty mailboxes, zeroed doorbell blocks, empty
-//! directory, no links) under the state "joining", waits until no live peer is still
+//! directory, no links) under the state "joining", publishes its IP addresses, waits until no live peer is still
 //! linked with an older generation of it (at most three timeouts; a peer that is alive
 //! but never lets go is logged and ignored), and says "up". Its poller then heartbeats
 //! and links with its peers.
@@ -26,7 +26,7 @@ use crate::fabric::memory::SegMem;
 use crate::proto::liveness::{holds_old_link, LivenessParams, PeerTracker, PeerView};
 use crate::proto::region::{
     default_params, format, next_node_generation, read_header, ClaimOutcome, Claimant, HeaderState,
-    LinkWord, NodeId, NodeState, NodeWord, Region,
+    LinkWord, NodeId, NodeState, NodeWord, PublishedAddr, Region,
 };
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -123,13 +123,14 @@ fn layout(whole: &Arc<SegMem>, me: NodeId, nodes: u32) -> Result<Region<Arc<SegM
 }
 
 /// Joins the region mapped by `whole` as node `me`, announcing `word` (its doorbell
-/// capability and id) once up.
+/// capability and id) and its IP addresses `addrs` once up.
 pub(super) fn join(
     whole: &Arc<SegMem>,
     me: NodeId,
     word: NodeWord,
     nodes: u32,
     live: LivenessParams,
+    addrs: &[PublishedAddr],
 ) -> Result<Joined> {
     let region = layout(whole, me, nodes)?;
     let count = region.layout().nodes();
@@ -164,6 +165,8 @@ pub(super) fn join(
         },
     );
     region.init_area(me).map_err(|_| EINVAL)?;
+    // Before "up": a peer that links with this node finds its addresses.
+    region.publish_addresses(me, addrs);
     // Wait for old links to this node to go.
     let mut trackers = KVec::from_elem(PeerTracker::new(), count, GFP_KERNEL)?;
     let until = now_ms().saturating_add(live.timeout_ms.saturating_mul(3));

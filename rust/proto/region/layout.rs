@@ -52,6 +52,13 @@ pub(crate) const NODE_ENTRY_SIZE: usize = 0x140;
 pub(crate) const NODE_WORD: usize = 0x00;
 /// Node entry: u64 heartbeat counter.
 pub(crate) const NODE_HEARTBEAT: usize = 0x08;
+/// Node entry: u64 sequence word of the published addresses (see [`super::addresses`]);
+/// bytes 0x10..0x40 were unused in layout version 2, so older nodes leave them zero.
+pub(crate) const NODE_ADDR_SEQ: usize = 0x10;
+/// Node entry: the published addresses, [`PUBLISHED_ADDRS`] of 16 bytes each.
+pub(crate) const NODE_ADDRS: usize = 0x18;
+/// How many addresses a node can publish.
+pub(crate) const PUBLISHED_ADDRS: usize = 2;
 /// Node entry: u64 links ([`LinkWord`]), one per node.
 pub(crate) const NODE_LINKS: usize = 0x40;
 /// Area: the doorbell blocks, one per sender, from the area's start.

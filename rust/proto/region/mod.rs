@@ -10,6 +10,8 @@
 //! 0x100 node table: `nodes` entries of 0x140 bytes, entry i written by node i only
 //!         0x00 u64 node word: state | flags | doorbell id (IVPosition) | generation
 //!         0x08 u64 heartbeat counter
+//!         0x10 u64 address sequence (odd while node i rewrites its addresses; 0: none)
+//!         0x18 2 × 16 bytes: node i's IP addresses (IPv6, IPv4-mapped; 0: empty slot)
 //!         0x40 u64 links[MAX_NODES]: links[j] = the generation of node j that node i is
 //!              linked with | i's link sequence number (0: not linked)
 //! page-aligned: `nodes` areas of `area_size` bytes, area i owned by node i:
@@ -48,11 +50,14 @@
 //! - **Generations**: a node's generation grows on every join, so its peers can tell a
 //!   restarted node from the one they knew (see [`super::liveness`]).
 
+mod addresses;
 mod claim;
 mod layout;
 mod words;
 
 // Used by the kernel's join and the host tests, not by the host library itself.
+#[allow(unused_imports)]
+pub(crate) use self::addresses::*;
 #[allow(unused_imports)]
 pub(crate) use self::claim::*;
 pub(crate) use self::layout::*;

@@ -16,6 +16,7 @@ static const struct nla_policy sci_node_policy[SCI_NODE_A_MAX + 1] = {
 	[SCI_NODE_A_ADDR4]	= { .type = NLA_BE32 },
 	[SCI_NODE_A_ADDR6]	= NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
 	[SCI_NODE_A_ID]		= { .type = NLA_U32 },
+	[SCI_NODE_A_SOURCE]	= NLA_POLICY_MAX(NLA_U8, SCI_NODE_SOURCE_FABRIC),
 };
 
 static const struct nla_policy sci_port_policy[SCI_PORT_A_MAX + 1] = {
@@ -178,6 +179,62 @@ bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr)
 #else
 	return false;
 #endif
+}
+
+int sci_host_addrs(u8 *out, int max)
+{
+	struct net_device *dev;
+	int n = 0;
+
+	rcu_read_lock();
+	for_each_netdev_rcu(&init_net, dev) {
+		struct in_device *in_dev = __in_dev_get_rcu(dev);
+		const struct in_ifaddr *ifa;
+
+		if (!in_dev || (dev->flags & IFF_LOOPBACK))
+			continue;
+		in_dev_for_each_ifa_rcu(ifa, in_dev) {
+			__be32 a = ifa->ifa_local;
+			struct in6_addr mapped;
+
+			if (n >= max)
+				goto out;
+			if (ipv4_is_loopback(a) || ipv4_is_multicast(a) ||
+			    ipv4_is_linklocal_169(a) || ipv4_is_zeronet(a))
+				continue;
+			ipv6_addr_set_v4mapped(a, &mapped);
+			memcpy(out + 16 * n, &mapped, sizeof(mapped));
+			n++;
+		}
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	for_each_netdev_rcu(&init_net, dev) {
+		struct inet6_dev *idev = __in6_dev_get(dev);
+		const struct inet6_ifaddr *ifp;
+
+		if (!idev || (dev->flags & IFF_LOOPBACK))
+			continue;
+		read_lock_bh(&idev->lock);
+		list_for_each_entry(ifp, &idev->addr_list, if_list) {
+			int type = ipv6_addr_type(&ifp->addr);
+
+			if (n >= max)
+				break;
+			if ((type & (IPV6_ADDR_LOOPBACK | IPV6_ADDR_LINKLOCAL |
+				     IPV6_ADDR_MULTICAST | IPV6_ADDR_MAPPED)) ||
+			    type == IPV6_ADDR_ANY || (ifp->flags & IFA_F_TENTATIVE))
+				continue;
+			memcpy(out + 16 * n, &ifp->addr, sizeof(struct in6_addr));
+			n++;
+		}
+		read_unlock_bh(&idev->lock);
+		if (n >= max)
+			break;
+	}
+#endif
+out:
+	rcu_read_unlock();
+	return n;
 }
 
 int sci_route4_source(struct net *net, __be32 daddr, __be32 *saddr)

@@ -86,6 +86,13 @@ bool sci_addr4_is_local(struct net *net, __be32 addr);
 bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr);
 
 /*
+ * Up to max addresses of this host's interfaces in the initial namespace that another
+ * node could reach (not loopback, link-local or multicast; IPv6 ones not tentative),
+ * IPv4 first as IPv4-mapped IPv6, 16 bytes each into out; returns how many.
+ */
+int sci_host_addrs(u8 *out, int max);
+
+/*
  * The source address a TCP connect to daddr would use (the route's preferred source, as
  * ip_route_connect()/ip6_dst_lookup() choose it); 0 or -errno (no route).
  */

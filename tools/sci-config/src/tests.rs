@@ -120,6 +120,18 @@ fn run(
     dest: Ip,
     port: u16,
 ) -> Decision {
+    run_published(rules, map, local, &HashMap::new(), dest, port)
+}
+
+/// The same, with the addresses reachable nodes published.
+fn run_published(
+    rules: &[PortRule],
+    map: &HashMap<Ip, NodeId>,
+    local: &[Ip],
+    published: &HashMap<Ip, NodeId>,
+    dest: Ip,
+    port: u16,
+) -> Decision {
     decide(
         rules,
         dest,
@@ -128,7 +140,54 @@ fn run(
         map.is_empty(),
         |ip| map.get(&ip).copied(),
         |ip| local.contains(&ip),
+        |ip| published.get(&ip).copied(),
     )
+}
+
+#[test]
+fn published_addresses_stand_in_for_an_unloaded_map() {
+    let map = HashMap::new();
+    let local = [v4(10, 0, 0, 1)];
+    let mut published = HashMap::new();
+    published.insert(v4(10, 0, 0, 2), 1);
+    published.insert(v6("fd00::2"), 1);
+    published.insert(v4(10, 0, 0, 3), 2);
+    let go = |dest| run_published(&[], &map, &local, &published, dest, 80);
+    assert_eq!(go(v4(10, 0, 0, 2)), Decision::Sci(1));
+    assert_eq!(go(v6("::ffff:10.0.0.2")), Decision::Sci(1));
+    assert_eq!(go(v6("fd00::2")), Decision::Sci(1));
+    assert_eq!(go(v4(10, 0, 0, 3)), Decision::Sci(2));
+    assert_eq!(
+        go(v4(10, 0, 0, 4)),
+        Decision::Native(FallbackReason::NotMapped)
+    );
+    // This node's own addresses stay its own, whatever a peer claims.
+    published.insert(v4(10, 0, 0, 1), 2);
+    published.insert(v4(127, 0, 0, 1), 2);
+    let go = |dest| run_published(&[], &map, &local, &published, dest, 80);
+    assert_eq!(go(v4(10, 0, 0, 1)), Decision::Sci(LOCAL_NODE));
+    assert_eq!(go(v4(127, 0, 0, 1)), Decision::Sci(LOCAL_NODE));
+    // Port rules come first.
+    let rules = [rule(PortAction::Exclude, 80, 80)];
+    assert_eq!(
+        run_published(&rules, &map, &local, &published, v4(10, 0, 0, 2), 80),
+        Decision::Native(FallbackReason::PortExcluded)
+    );
+}
+
+#[test]
+fn a_loaded_map_wins_over_published_addresses() {
+    let mut map = HashMap::new();
+    map.insert(v4(10, 0, 0, 2), 5);
+    let mut published = HashMap::new();
+    published.insert(v4(10, 0, 0, 2), 1);
+    published.insert(v4(10, 0, 0, 3), 1);
+    let go = |dest| run_published(&[], &map, &[], &published, dest, 80);
+    assert_eq!(go(v4(10, 0, 0, 2)), Decision::Sci(5));
+    assert_eq!(
+        go(v4(10, 0, 0, 3)),
+        Decision::Native(FallbackReason::NotMapped)
+    );
 }
 
 #[test]
@@ -216,14 +275,34 @@ fn the_local_check_is_asked_only_when_needed() {
         asked.set(asked.get() + 1);
         false
     };
-    decide(&[], v4(127, 0, 0, 1), 1, 0, true, |_| None, count);
-    decide(&[], v4(1, 2, 3, 4), 1, 0, false, |_| None, count);
-    assert_eq!(asked.get(), 0);
-    decide(&[], v4(1, 2, 3, 4), 1, 0, true, |_| None, count);
-    assert_eq!(asked.get(), 1);
+    let published = std::cell::Cell::new(0);
+    let peers = |_: Ip| {
+        published.set(published.get() + 1);
+        None
+    };
+    decide(&[], v4(127, 0, 0, 1), 1, 0, true, |_| None, count, peers);
+    decide(&[], v4(1, 2, 3, 4), 1, 0, false, |_| None, count, peers);
+    assert_eq!((asked.get(), published.get()), (0, 0));
+    decide(&[], v4(1, 2, 3, 4), 1, 0, true, |_| None, count, peers);
+    assert_eq!((asked.get(), published.get()), (1, 1));
+    decide(&[], v4(1, 2, 3, 4), 1, 0, true, |_| None, |_| true, peers);
+    assert_eq!(
+        published.get(),
+        1,
+        "a local address is not looked up in the fabric"
+    );
     // The local node is the fabric's.
     assert_eq!(
-        decide(&[], v4(127, 0, 0, 1), 1, 7, true, |_| None, |_| false),
+        decide(
+            &[],
+            v4(127, 0, 0, 1),
+            1,
+            7,
+            true,
+            |_| None,
+            |_| false,
+            |_| None
+        ),
         Decision::Sci(7)
     );
 }

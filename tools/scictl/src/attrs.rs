@@ -35,6 +35,13 @@ pub mod node_a {
     pub const ADDR4: u16 = 1;
     pub const ADDR6: u16 = 2;
     pub const ID: u16 = 3;
+    pub const SOURCE: u16 = 4;
+}
+
+/// `enum sci_node_source`.
+pub mod node_source {
+    pub const FILE: u8 = 0;
+    pub const FABRIC: u8 = 1;
 }
 
 /// `enum sci_port_attr`.
@@ -121,6 +128,7 @@ fn ipv6(payload: &[u8]) -> Result<Ipv6Addr, DecodeError> {
 pub enum NodeAttr {
     Addr(IpAddr),
     Id(u32),
+    Source(u8),
     Other(DefaultNla),
 }
 
@@ -130,6 +138,7 @@ impl Nla for NodeAttr {
             NodeAttr::Addr(IpAddr::V4(_)) => 4,
             NodeAttr::Addr(IpAddr::V6(_)) => 16,
             NodeAttr::Id(_) => 4,
+            NodeAttr::Source(_) => 1,
             NodeAttr::Other(nla) => nla.value_len(),
         }
     }
@@ -139,6 +148,7 @@ impl Nla for NodeAttr {
             NodeAttr::Addr(IpAddr::V4(_)) => node_a::ADDR4,
             NodeAttr::Addr(IpAddr::V6(_)) => node_a::ADDR6,
             NodeAttr::Id(_) => node_a::ID,
+            NodeAttr::Source(_) => node_a::SOURCE,
             NodeAttr::Other(nla) => nla.kind(),
         }
     }
@@ -148,6 +158,7 @@ impl Nla for NodeAttr {
             NodeAttr::Addr(IpAddr::V4(a)) => buffer[..4].copy_from_slice(&a.octets()),
             NodeAttr::Addr(IpAddr::V6(a)) => buffer[..16].copy_from_slice(&a.octets()),
             NodeAttr::Id(id) => emit_u32(buffer, *id).unwrap_or_default(),
+            NodeAttr::Source(v) => buffer[0] = *v,
             NodeAttr::Other(nla) => nla.emit_value(buffer),
         }
     }
@@ -160,6 +171,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for NodeAttr {
             node_a::ADDR4 => NodeAttr::Addr(IpAddr::V4(ipv4(payload)?)),
             node_a::ADDR6 => NodeAttr::Addr(IpAddr::V6(ipv6(payload)?)),
             node_a::ID => NodeAttr::Id(parse_u32(payload)?),
+            node_a::SOURCE => NodeAttr::Source(parse_u8(payload)?),
             _ => NodeAttr::Other(DefaultNla::parse(buf)?),
         })
     }

@@ -472,6 +472,15 @@ mod tests {
                 ("ADDR4", node_a::ADDR4.into()),
                 ("ADDR6", node_a::ADDR6.into()),
                 ("ID", node_a::ID.into()),
+                ("SOURCE", node_a::SOURCE.into()),
+            ],
+        );
+        check(
+            "sci_node_source",
+            "SCI_NODE_SOURCE_",
+            &[
+                ("FILE", node_source::FILE.into()),
+                ("FABRIC", node_source::FABRIC.into()),
             ],
         );
         check(

@@ -1,27 +1,52 @@
 //! What the kernel reports, decoded from the netlink attributes, and how scictl prints it
 //! (aligned text, or JSON with `--json`).
 
-use crate::attrs::{FallbackAttr, NodeAttr, PortAttr, SciAttr, SockAttr, StatsAttr};
+use crate::attrs::{self, FallbackAttr, NodeAttr, PortAttr, SciAttr, SockAttr, StatsAttr};
 use crate::config::{range_text, NodeEntry};
 use sci_config::rules::{FallbackReason, PortAction, PortRule};
 use serde_json::{json, Value};
 use std::net::{IpAddr, SocketAddr};
 
-/// Decodes a node map dump.
-pub fn nodes(replies: &[Vec<SciAttr>]) -> Vec<NodeEntry> {
+/// Where a node map entry the kernel reports comes from (`enum sci_node_source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeSource {
+    /// The administrator's node map (`scictl load`).
+    File,
+    /// Published by a node the fabric reaches; used only while no node map is loaded.
+    Fabric,
+}
+
+/// A node map entry as `scictl nodes` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRow {
+    pub entry: NodeEntry,
+    pub source: NodeSource,
+}
+
+/// Decodes a node map dump (an entry without a source is the file's, as older modules
+/// report only those).
+pub fn nodes(replies: &[Vec<SciAttr>]) -> Vec<NodeRow> {
     let mut out = Vec::new();
     for attrs in replies.iter().flatten() {
         if let SciAttr::Node(node) = attrs {
-            let addr = node.iter().find_map(|a| match a {
-                NodeAttr::Addr(addr) => Some(*addr),
-                _ => None,
-            });
-            let id = node.iter().find_map(|a| match a {
-                NodeAttr::Id(id) => Some(*id),
-                _ => None,
-            });
-            if let (Some(addr), Some(node)) = (addr, id) {
-                out.push(NodeEntry { addr, node });
+            let (mut addr, mut id, mut source) = (None, None, Some(NodeSource::File));
+            for a in node {
+                match a {
+                    NodeAttr::Addr(v) => addr = Some(*v),
+                    NodeAttr::Id(v) => id = Some(*v),
+                    NodeAttr::Source(attrs::node_source::FILE) => source = Some(NodeSource::File),
+                    NodeAttr::Source(attrs::node_source::FABRIC) => {
+                        source = Some(NodeSource::Fabric)
+                    }
+                    NodeAttr::Source(_) => source = None,
+                    NodeAttr::Other(_) => {}
+                }
+            }
+            if let (Some(addr), Some(node), Some(source)) = (addr, id, source) {
+                out.push(NodeRow {
+                    entry: NodeEntry { addr, node },
+                    source,
+                });
             }
         }
     }
@@ -222,21 +247,53 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The SOURCE of a row: published entries are not used while a node map is loaded
+/// (the administrator's map is authoritative).
+fn node_source(row: &NodeRow, map_loaded: bool) -> (&'static str, bool) {
+    match row.source {
+        NodeSource::File => ("file", true),
+        NodeSource::Fabric => ("fabric", !map_loaded),
+    }
+}
+
+/// Whether the rows hold a loaded node map.
+fn map_loaded(rows: &[NodeRow]) -> bool {
+    rows.iter().any(|r| r.source == NodeSource::File)
+}
+
 /// `scictl nodes`.
-pub fn nodes_text(nodes: &[NodeEntry]) -> String {
+pub fn nodes_text(nodes: &[NodeRow]) -> String {
+    let loaded = map_loaded(nodes);
     let rows: Vec<Vec<String>> = nodes
         .iter()
-        .map(|n| vec![n.addr.to_string(), n.node.to_string()])
+        .map(|n| {
+            let (source, used) = node_source(n, loaded);
+            let source = if used {
+                source.to_owned()
+            } else {
+                format!("{source} (unused: a node map is loaded)")
+            };
+            vec![n.entry.addr.to_string(), n.entry.node.to_string(), source]
+        })
         .collect();
-    table(&["ADDRESS", "NODE"], &rows)
+    table(&["ADDRESS", "NODE", "SOURCE"], &rows)
 }
 
 /// `scictl nodes --json`.
-pub fn nodes_json(nodes: &[NodeEntry]) -> Value {
+pub fn nodes_json(nodes: &[NodeRow]) -> Value {
+    let loaded = map_loaded(nodes);
     Value::Array(
         nodes
             .iter()
-            .map(|n| json!({ "address": n.addr.to_string(), "node": n.node }))
+            .map(|n| {
+                let (source, used) = node_source(n, loaded);
+                json!({
+                    "address": n.entry.addr.to_string(),
+                    "node": n.entry.node,
+                    "source": source,
+                    "used": used,
+                })
+            })
             .collect(),
     )
 }
@@ -496,11 +553,33 @@ mod tests {
     #[test]
     fn nodes_and_ports_round_trip_through_attributes() {
         let entries = crate::config::parse_nodes("n", "10.0.0.1 1\nfd00::2 2\n").unwrap();
-        let attrs: Vec<SciAttr> = entries
+        let mut attrs: Vec<SciAttr> = entries
             .iter()
             .map(|e| SciAttr::Node(node_attrs(e)))
             .collect();
-        assert_eq!(nodes(&[round_trip(attrs)]), entries);
+        let mut published = node_attrs(&entries[0]);
+        published.push(NodeAttr::Source(attrs::node_source::FABRIC));
+        attrs.push(SciAttr::Node(published));
+        let mut unknown = node_attrs(&entries[1]);
+        unknown.push(NodeAttr::Source(7));
+        attrs.push(SciAttr::Node(unknown));
+        let rows = nodes(&[round_trip(attrs)]);
+        let file = |e: &NodeEntry| NodeRow {
+            entry: *e,
+            source: NodeSource::File,
+        };
+        assert_eq!(
+            rows,
+            vec![
+                file(&entries[0]),
+                file(&entries[1]),
+                NodeRow {
+                    entry: entries[0],
+                    source: NodeSource::Fabric
+                }
+            ],
+            "no source is the file's; an unknown source is left out"
+        );
 
         let rules = crate::config::parse_ports("p", "include 5000-5999\nexclude 22\n").unwrap();
         let attrs: Vec<SciAttr> = rules
@@ -522,14 +601,38 @@ mod tests {
     #[test]
     fn nodes_and_ports_as_text_and_json() {
         let entries = crate::config::parse_nodes("n", "10.0.0.1 1\nfd00::2 22\n").unwrap();
+        let row = |i: usize, source| NodeRow {
+            entry: entries[i],
+            source,
+        };
+        let file = [row(0, NodeSource::File), row(1, NodeSource::File)];
         assert_eq!(
-            nodes_text(&entries),
-            "ADDRESS   NODE\n10.0.0.1  1\nfd00::2   22\n"
+            nodes_text(&file),
+            "ADDRESS   NODE  SOURCE\n10.0.0.1  1     file\nfd00::2   22    file\n"
         );
-        assert_eq!(nodes_text(&[]), "ADDRESS  NODE\n");
+        assert_eq!(nodes_text(&[]), "ADDRESS  NODE  SOURCE\n");
         assert_eq!(
-            nodes_json(&entries),
-            json!([{"address": "10.0.0.1", "node": 1}, {"address": "fd00::2", "node": 22}])
+            nodes_json(&file),
+            json!([
+                {"address": "10.0.0.1", "node": 1, "source": "file", "used": true},
+                {"address": "fd00::2", "node": 22, "source": "file", "used": true}
+            ])
+        );
+        // Published entries are used only while no node map is loaded.
+        let fabric = [row(0, NodeSource::Fabric)];
+        assert_eq!(
+            nodes_text(&fabric),
+            "ADDRESS   NODE  SOURCE\n10.0.0.1  1     fabric\n"
+        );
+        let both = [row(1, NodeSource::File), row(0, NodeSource::Fabric)];
+        assert_eq!(
+            nodes_text(&both),
+            "ADDRESS   NODE  SOURCE\nfd00::2   22    file\n\
+             10.0.0.1  1     fabric (unused: a node map is loaded)\n"
+        );
+        assert_eq!(
+            nodes_json(&both)[1],
+            json!({"address": "10.0.0.1", "node": 1, "source": "fabric", "used": false})
         );
         let rules = crate::config::parse_ports("p", "include 5000-5999\nexclude 22\n").unwrap();
         assert_eq!(

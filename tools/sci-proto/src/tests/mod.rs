@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
+mod addresses;
 mod conn_state;
 mod frame_mailbox;
 mod gather;

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! This node's IP addresses, published in its node table entry, and its peers'.
+//!
+//! With no node map loaded, a connect to an address a linked peer published goes to that
+//! peer (`rust/config/rules.rs`), so two guests need no node map file. The node publishes
+//! its first addresses ([`PUBLISHED_ADDRS`]: IPv4, then IPv6) when it joins, before it
+//! says "up", and the poller looks again every [`RECHECK_MS`] (addresses may come after
+//! the module: DHCP at boot, `ip addr add`), rewriting them only when they changed.
+//! Whether an address a peer claims is believed is the administrator's decision: a
+//! loaded node map is used instead, whatever peers publish.
+
+use super::attachment::Attachment;
+use crate::config::rules::Ip;
+use crate::fabric::NodeId;
+use crate::proto::region::{v4_mapped, PublishedAddr, Region, PUBLISHED_ADDRS};
+use crate::sys::net::host_addrs;
+use core::fmt;
+use kernel::prelude::*;
+
+/// How often the poller looks whether this node's addresses changed (ms).
+pub(super) const RECHECK_MS: u64 = 1000;
+/// Reads of a peer's addresses that race its rewrite before giving up for this time.
+const READ_TRIES: usize = 3;
+
+/// The addresses this node publishes.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct HostAddrs {
+    list: [PublishedAddr; PUBLISHED_ADDRS],
+    count: usize,
+}
+
+impl HostAddrs {
+    /// This host's first addresses that another node could reach, now.
+    pub(super) fn now() -> Self {
+        let (list, count) = host_addrs::<PUBLISHED_ADDRS>();
+        Self { list, count }
+    }
+
+    /// As a slice.
+    pub(super) fn as_slice(&self) -> &[PublishedAddr] {
+        self.list.get(..self.count).unwrap_or(&[])
+    }
+}
+
+impl fmt::Display for HostAddrs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.count == 0 {
+            return f.write_str("none");
+        }
+        for (i, a) in self.as_slice().iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            match to_ip(*a) {
+                Ip::V4([a, b, c, d]) => write!(f, "{a}.{b}.{c}.{d}")?,
+                Ip::V6(b) => {
+                    for (j, pair) in b.chunks(2).enumerate() {
+                        let sep = if j > 0 { ":" } else { "" };
+                        let word = pair.iter().fold(0u16, |w, x| (w << 8) | u16::from(*x));
+                        write!(f, "{sep}{word:x}")?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the poller last published, and when it looks again.
+pub(super) struct Published {
+    addrs: HostAddrs,
+    next_ms: u64,
+}
+
+impl Published {
+    /// Published at the join.
+    pub(super) fn new(addrs: HostAddrs, now: u64) -> Self {
+        Self {
+            addrs,
+            next_ms: now.saturating_add(RECHECK_MS),
+        }
+    }
+}
+
+/// A published address as the node map matches it (IPv4-mapped becomes IPv4).
+fn to_ip(a: PublishedAddr) -> Ip {
+    Ip::V6(a).canonical()
+}
+
+/// An address in its published form.
+fn to_published(ip: Ip) -> PublishedAddr {
+    match ip {
+        Ip::V4(b) => v4_mapped(b),
+        Ip::V6(b) => b,
+    }
+}
+
+/// `node`'s published addresses (none if it is rewriting them each time it is read).
+fn read<S: crate::proto::segment::Segment>(
+    region: &Region<S>,
+    node: NodeId,
+) -> [Option<PublishedAddr>; PUBLISHED_ADDRS] {
+    (0..READ_TRIES)
+        .find_map(|_| region.published_addresses(node))
+        .unwrap_or([None; PUBLISHED_ADDRS])
+}
+
+impl Attachment {
+    /// The linked peers, in node order.
+    fn linked_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.region.layout().nodes())
+            .filter_map(|n| NodeId::try_from(n).ok())
+            .filter(move |&n| n != self.me && self.reaches(n))
+    }
+
+    /// Publishes this node's addresses again if they changed since the last look
+    /// (once every [`RECHECK_MS`]). Called by the poller's tick.
+    pub(super) fn republish(&self, now: u64) {
+        let mut p = self.published.lock();
+        if now < p.next_ms {
+            return;
+        }
+        p.next_ms = now.saturating_add(RECHECK_MS);
+        let addrs = HostAddrs::now();
+        if addrs != p.addrs {
+            self.region.publish_addresses(self.me, addrs.as_slice());
+            pr_info!(
+                "ivshmem: node {} publishes its addresses {}\n",
+                self.me,
+                addrs
+            );
+            p.addrs = addrs;
+        }
+    }
+
+    /// The linked peer that published `ip` (the lowest id, if several claim it).
+    pub(super) fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
+        let want = to_published(ip.canonical());
+        self.linked_peers()
+            .find(|&n| read(&self.region, n).contains(&Some(want)))
+    }
+
+    /// Calls `f` on the addresses linked peers published, in node order, from the
+    /// `skip`th on, until it returns false.
+    pub(super) fn visit_published(&self, skip: usize, f: &mut dyn FnMut(Ip, NodeId) -> bool) {
+        let all = self.linked_peers().flat_map(|n| {
+            read(&self.region, n)
+                .into_iter()
+                .flatten()
+                .map(move |a| (to_ip(a), n))
+        });
+        for (ip, node) in all.skip(skip) {
+            if !f(ip, node) {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The IP addresses a node publishes in its node table entry, so that its peers can
+//! map them to its node id without a node map file.
+//!
+//! A seqlock without read-modify-write: the owner stores an odd sequence, fences,
+//! stores the addresses, fences and stores the next even sequence; a reader loads the
+//! sequence, the addresses, fences and loads the sequence again, and keeps what it read
+//! only if both are the same even, nonzero value. Zero is "nothing published" (nodes of
+//! the first layout version 2 never write these words). Every address read is checked:
+//! a peer may write anything here, and what it claims is only trusted as far as the
+//! administrator lets it (no node map loaded; see `rust/config/rules.rs`).
+
+use super::{Region, NODE_ADDRS, NODE_ADDR_SEQ, PUBLISHED_ADDRS};
+use crate::proto::region::NodeId;
+use crate::proto::segment::Segment;
+
+/// An address as published: IPv6 bytes, an IPv4 address as `::ffff:a.b.c.d`.
+pub(crate) type PublishedAddr = [u8; 16];
+
+/// The IPv4-mapped form of `a`.
+pub(crate) const fn v4_mapped(a: [u8; 4]) -> PublishedAddr {
+    let [a0, a1, a2, a3] = a;
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, a2, a3]
+}
+
+/// Whether a peer may stand behind `a`: not unspecified, loopback, link-local or
+/// multicast (in either family). Those name no node, or every node.
+pub(crate) fn usable(a: &PublishedAddr) -> bool {
+    match *a {
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a0, a1, _, _] => {
+            !(a0 == 0 || a0 == 127 || a0 >= 224 || (a0 == 169 && a1 == 254))
+        }
+        [0xff, ..] => false,
+        [0xfe, b1, ..] if b1 & 0xc0 == 0x80 => false,
+        b => b != [0; 16] && b != [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    }
+}
+
+/// The two little-endian words of an address.
+fn to_words(a: &PublishedAddr) -> [u64; 2] {
+    let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15] = *a;
+    [
+        u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
+        u64::from_le_bytes([b8, b9, b10, b11, b12, b13, b14, b15]),
+    ]
+}
+
+/// The address of two little-endian words.
+fn from_words(lo: u64, hi: u64) -> PublishedAddr {
+    let [b0, b1, b2, b3, b4, b5, b6, b7] = lo.to_le_bytes();
+    let [b8, b9, b10, b11, b12, b13, b14, b15] = hi.to_le_bytes();
+    [
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15,
+    ]
+}
+
+impl<S: Segment> Region<S> {
+    /// Offsets of `node`'s sequence word and first address word.
+    fn address_words(&self, node: NodeId) -> Option<(usize, usize)> {
+        let entry = self.layout.node_entry(node)?;
+        Some((
+            entry.checked_add(NODE_ADDR_SEQ)?,
+            entry.checked_add(NODE_ADDRS)?,
+        ))
+    }
+
+    /// Publishes `addrs` (the first [`PUBLISHED_ADDRS`]; unusable ones are left out) as
+    /// node `me`'s addresses. Only `me` calls it for its own entry.
+    pub(crate) fn publish_addresses(&self, me: NodeId, addrs: &[PublishedAddr]) {
+        let Some((seq_off, addr_off)) = self.address_words(me) else {
+            return;
+        };
+        let old = self.seg.load_u64(seq_off);
+        // The next odd value, then the even one after it; never 0 once published.
+        let odd = match (old | 1).wrapping_add(if old & 1 == 0 { 0 } else { 2 }) {
+            u64::MAX => 1,
+            v => v,
+        };
+        self.seg.store_u64(seq_off, odd);
+        self.seg.fence();
+        let mut usable_addrs = addrs.iter().filter(|a| usable(a));
+        for slot in 0..PUBLISHED_ADDRS {
+            let [lo, hi] = usable_addrs.next().map_or([0, 0], to_words);
+            let off = slot.saturating_mul(16).saturating_add(addr_off);
+            self.seg.store_u64(off, lo);
+            self.seg.store_u64(off.saturating_add(8), hi);
+        }
+        self.seg.fence();
+        self.seg.store_u64(seq_off, odd.wrapping_add(1));
+    }
+
+    /// The addresses `node` published, checked ([`usable`]; an empty or unusable slot
+    /// is `None`), or `None` if it published nothing or was rewriting them as they were
+    /// read (try again).
+    pub(crate) fn published_addresses(
+        &self,
+        node: NodeId,
+    ) -> Option<[Option<PublishedAddr>; PUBLISHED_ADDRS]> {
+        let (seq_off, addr_off) = self.address_words(node)?;
+        let seq = self.seg.load_u64(seq_off);
+        if seq == 0 || seq & 1 != 0 {
+            return None;
+        }
+        let mut out = [None; PUBLISHED_ADDRS];
+        for (slot, a) in out.iter_mut().enumerate() {
+            let off = slot.saturating_mul(16).saturating_add(addr_off);
+            let addr = from_words(
+                self.seg.load_u64(off),
+                self.seg.load_u64(off.saturating_add(8)),
+            );
+            *a = usable(&addr).then_some(addr);
+        }
+        self.seg.fence();
+        (self.seg.load_u64(seq_off) == seq).then_some(out)
+    }
+}

@@ -1,0 +1,194 @@
+//! The addresses a node publishes in its node table entry: they round-trip, a reader
+//! racing the writer never takes a mix of two publications, and whatever a peer writes
+//! there yields only usable addresses (or nothing).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use super::{claim_alone, TestSegment, XorShift};
+use crate::proto::region::{
+    default_params, format, v4_mapped, NodeId, PublishedAddr, Region, NODE_ADDRS, NODE_ADDR_SEQ,
+    NODE_ENTRY_SIZE, NODE_TABLE,
+};
+use crate::proto::segment::Segment;
+
+type Shared = Arc<TestSegment>;
+
+const SIZE: usize = 4 << 20;
+
+fn formatted() -> Region<Shared> {
+    let seg = TestSegment::shared(SIZE);
+    let ticket = claim_alone(&seg, 0);
+    format(seg, default_params(SIZE as u64, 4), 0, ticket).unwrap()
+}
+
+fn v6(s: &str) -> PublishedAddr {
+    s.parse::<std::net::Ipv6Addr>().unwrap().octets()
+}
+
+fn v4(a: [u8; 4]) -> PublishedAddr {
+    v4_mapped(a)
+}
+
+fn entry_words(r: &Region<Shared>, node: NodeId) -> Vec<u64> {
+    let base = NODE_TABLE + usize::from(node) * NODE_ENTRY_SIZE;
+    (0..NODE_ENTRY_SIZE / 8)
+        .map(|i| r.seg().load_u64(base + i * 8))
+        .collect()
+}
+
+#[test]
+fn nothing_published_reads_as_none() {
+    let r = formatted();
+    for n in 0..4 {
+        assert_eq!(r.published_addresses(n), None);
+    }
+    assert_eq!(r.published_addresses(4), None, "outside the table");
+}
+
+#[test]
+fn addresses_round_trip() {
+    let r = formatted();
+    let a = v4([10, 0, 0, 2]);
+    let b = v6("fd00::2");
+    r.publish_addresses(1, &[a, b]);
+    assert_eq!(r.published_addresses(1), Some([Some(a), Some(b)]));
+    assert_eq!(
+        r.published_addresses(0),
+        None,
+        "another node's entry is untouched"
+    );
+    // Rewritten: the new ones; unusable ones are skipped, the third is dropped.
+    let c = v4([10, 0, 0, 3]);
+    r.publish_addresses(1, &[v4([127, 0, 0, 1]), c, v6("fe80::1"), a, b]);
+    assert_eq!(r.published_addresses(1), Some([Some(c), Some(a)]));
+    r.publish_addresses(1, &[b]);
+    assert_eq!(r.published_addresses(1), Some([Some(b), None]));
+    // Withdrawn: published, but empty.
+    r.publish_addresses(1, &[]);
+    assert_eq!(r.published_addresses(1), Some([None, None]));
+}
+
+#[test]
+fn publishing_touches_only_its_own_words() {
+    let r = formatted();
+    let before: Vec<Vec<u64>> = (0..4).map(|n| entry_words(&r, n)).collect();
+    r.publish_addresses(2, &[v4([10, 0, 0, 3]), v6("fd00::3")]);
+    for n in 0..4u16 {
+        let after = entry_words(&r, n);
+        for (i, (x, y)) in before[usize::from(n)].iter().zip(&after).enumerate() {
+            let off = i * 8;
+            let mine = n == 2 && (NODE_ADDR_SEQ..NODE_ADDRS + 32).contains(&off);
+            assert!(mine || x == y, "node {n} word {off:#x} changed");
+        }
+    }
+}
+
+#[test]
+fn a_publication_in_progress_is_not_read() {
+    let r = formatted();
+    r.publish_addresses(1, &[v4([10, 0, 0, 2])]);
+    let seq_off = NODE_TABLE + NODE_ENTRY_SIZE + NODE_ADDR_SEQ;
+    let seq = r.seg().load_u64(seq_off);
+    assert!(seq != 0 && seq % 2 == 0);
+    r.seg().store_u64(seq_off, seq + 1);
+    assert_eq!(r.published_addresses(1), None, "odd: being rewritten");
+    // A writer that died mid-way: the next publication still completes.
+    r.publish_addresses(1, &[v4([10, 0, 0, 9])]);
+    assert_eq!(
+        r.published_addresses(1),
+        Some([Some(v4([10, 0, 0, 9])), None])
+    );
+    assert_eq!(r.seg().load_u64(seq_off) % 2, 0);
+}
+
+#[test]
+fn a_racing_reader_never_takes_a_torn_publication() {
+    let r = formatted();
+    let sets = [
+        [v4([10, 0, 0, 2]), v4([10, 0, 0, 3])],
+        [v6("fd00::1:2"), v6("fd00::1:3")],
+    ];
+    r.publish_addresses(1, &sets[0]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (r, stop) = (r.clone(), stop.clone());
+        thread::spawn(move || {
+            let mut i = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                r.publish_addresses(1, &sets[i % 2]);
+            }
+            i
+        })
+    };
+    let (mut seen, mut busy) = ([0usize; 2], 0usize);
+    for _ in 0..200_000 {
+        match r.published_addresses(1) {
+            Some(got) => {
+                let which = sets
+                    .iter()
+                    .position(|s| got == [Some(s[0]), Some(s[1])])
+                    .unwrap_or_else(|| panic!("torn read: {got:?}"));
+                seen[which] += 1;
+            }
+            None => busy += 1,
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let writes = writer.join().unwrap();
+    assert!(
+        writes > 0 && seen[0] + seen[1] > 0,
+        "{seen:?} {busy} {writes}"
+    );
+}
+
+#[test]
+fn whatever_a_peer_writes_yields_only_usable_addresses() {
+    let r = formatted();
+    let base = NODE_TABLE + NODE_ENTRY_SIZE + NODE_ADDR_SEQ;
+    let mut rng = XorShift(0x5eed_add5);
+    let mut accepted = 0;
+    for round in 0..20_000 {
+        for w in 0..5 {
+            r.seg().store_u64(base + w * 8, rng.next());
+        }
+        if round % 2 == 0 {
+            // Even, so that the addresses themselves are what is judged.
+            r.seg().store_u64(base, rng.next() & !1 | 2);
+        }
+        if let Some(addrs) = r.published_addresses(1) {
+            accepted += 1;
+            for a in addrs.into_iter().flatten() {
+                assert!(crate::proto::region::usable(&a), "{a:?}");
+            }
+        }
+    }
+    assert!(accepted > 0);
+    // What names no node, or every node, is never taken from a peer.
+    let slot = |a: PublishedAddr| {
+        r.publish_addresses(1, &[]);
+        let off = base + (NODE_ADDRS - NODE_ADDR_SEQ);
+        r.seg()
+            .store_u64(off, u64::from_le_bytes(a[..8].try_into().unwrap()));
+        r.seg()
+            .store_u64(off + 8, u64::from_le_bytes(a[8..].try_into().unwrap()));
+        r.published_addresses(1).unwrap()[0]
+    };
+    for bad in [
+        v4([127, 0, 0, 1]),
+        v4([0, 0, 0, 0]),
+        v4([224, 0, 0, 1]),
+        v4([255, 255, 255, 255]),
+        v4([169, 254, 1, 1]),
+        v6("::"),
+        v6("::1"),
+        v6("ff02::1"),
+        v6("fe80::1"),
+    ] {
+        assert_eq!(slot(bad), None, "{bad:?}");
+    }
+    assert_eq!(slot(v4([10, 0, 0, 2])), Some(v4([10, 0, 0, 2])));
+    assert_eq!(slot(v6("2001:db8::1")), Some(v6("2001:db8::1")));
+}
