@@ -74,12 +74,20 @@ pub(super) struct Published {
 }
 
 impl Published {
-    /// Published at the join.
-    pub(super) fn new(addrs: HostAddrs, now: u64) -> Self {
+    /// Nothing published yet.
+    pub(super) fn new() -> Self {
         Self {
-            addrs,
-            next_ms: now.saturating_add(RECHECK_MS),
+            addrs: HostAddrs::default(),
+            next_ms: 0,
         }
+    }
+
+    /// Notes (and logs) that node `me` published `addrs` at `now`: the next look is a
+    /// [`RECHECK_MS`] later.
+    pub(super) fn record(&mut self, me: NodeId, addrs: HostAddrs, now: u64) {
+        pr_info!("ivshmem: node {} publishes its addresses {}\n", me, addrs);
+        self.addrs = addrs;
+        self.next_ms = now.saturating_add(RECHECK_MS);
     }
 }
 
@@ -125,12 +133,7 @@ impl Attachment {
         let addrs = HostAddrs::now();
         if addrs != p.addrs {
             self.region.publish_addresses(self.me, addrs.as_slice());
-            pr_info!(
-                "ivshmem: node {} publishes its addresses {}\n",
-                self.me,
-                addrs
-            );
-            p.addrs = addrs;
+            p.record(self.me, addrs, now);
         }
     }
 

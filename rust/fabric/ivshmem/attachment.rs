@@ -223,8 +223,7 @@ impl Attachment {
         let region = joined.region.clone();
         let attached = Self::new(dev, joined.region, me, word, liveness, events, channels)
             .inspect_err(|_| node::leave(&region, me, word))?;
-        *attached.published.lock() = Published::new(addrs, now_ms());
-        pr_info!("ivshmem: node {} publishes its addresses {}\n", me, addrs);
+        attached.published.lock().record(me, addrs, now_ms());
         if interrupts {
             if let Err(e) = dev.request_irq(attached.clone()) {
                 // Polling still delivers (every tick); say so.
@@ -278,10 +277,7 @@ impl Attachment {
                 peers,
                 heap,
                 beat: AtomicU64::new(0),
-                published <- kernel::new_mutex!(
-                    Published::new(HostAddrs::default(), 0),
-                    "ivshmem::Attachment::published"
-                ),
+                published <- kernel::new_mutex!(Published::new(), "ivshmem::Attachment::published"),
                 word_changed: AtomicBool::new(false),
                 leaving: AtomicBool::new(false),
                 polling <- kernel::new_mutex!((), "ivshmem::Attachment::polling"),

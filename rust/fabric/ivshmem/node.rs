@@ -16,10 +16,10 @@
 //! node watches the entry's heartbeat for a timeout first: if it moves, another live
 //! node has this id and the join fails with `EADDRINUSE`. Otherwise the node takes the
 //! next generation, initializes its area (empty mailboxes, zeroed doorbell blocks, empty
-//! directory, no links) under the state "joining", publishes its IP addresses, waits until no live peer is still
-//! linked with an older generation of it (at most three timeouts; a peer that is alive
-//! but never lets go is logged and ignored), and says "up". Its poller then heartbeats
-//! and links with its peers.
+//! directory, no links) under the state "joining", publishes its IP addresses, waits
+//! until no live peer is still linked with an older generation of it (at most three
+//! timeouts; a peer that is alive but never lets go is logged and ignored), and says
+//! "up". Its poller then heartbeats and links with its peers.
 
 use super::now_ms;
 use crate::fabric::memory::SegMem;
