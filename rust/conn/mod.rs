@@ -245,6 +245,12 @@ impl Conn {
         }
     }
 
+    /// Whether `seg` is this end's own segment (a channel's segment is that of whichever
+    /// connection holds the slot now).
+    pub(crate) fn owns_segment(&self, seg: &Arc<SegMem>) -> bool {
+        Arc::ptr_eq(&self.seg, seg)
+    }
+
     /// Where the connection stands.
     pub(crate) fn phase(&self) -> Phase {
         self.inner.lock().phase

@@ -98,6 +98,17 @@ impl Plane<'_> {
             .fabric()
             .map_segment(from, frame.src.slot)
             .map_err(AcceptRefused::NoSegment)?;
+        // Within this node the listener's end is in our own table: it must still be the
+        // end that answered us (its slot may hold another connection now; see
+        // `Table::own_end`).
+        if from == self.fabric.local_node()
+            && !self
+                .table
+                .own_end(frame.src, &seg)
+                .is_some_and(|end| end.peer_id() == conn.id)
+        {
+            return Err(AcceptRefused::EndGone);
+        }
         let len = crate::proto::segment::Segment::len(&seg);
         let offer = frame.offer.validate(len).ok_or(AcceptRefused::BadOffer)?;
         // The listener's receive area uses our generation.
@@ -164,6 +175,21 @@ impl Plane<'_> {
         else {
             return self.reject(from, request, RejectReason::BadOffer);
         };
+        // Within this node the requester's end is in our own table, and it must still be
+        // waiting there with this segment: a connect that gave up frees its slot at once,
+        // and the slot's next connection may be a listener's end whose receive area passes
+        // the check above (`Table::own_end`). Wired to it, the late request's end would
+        // write into that connection's ring, and its reset would end a stranger's
+        // connection (under load, a lost echo in thousands of connections). Nobody waits
+        // for this answer.
+        if from == self.fabric.local_node()
+            && !self
+                .table
+                .own_end(request.src, &client_seg)
+                .is_some_and(|end| end.phase() == Phase::Connecting)
+        {
+            return;
+        }
         // A requester's channel is new: one that is the peer end of an open connection
         // of ours (a forged request naming it with its generation) would get a second
         // end writing into that connection's ring. (Last, as in `take_accept`: it walks
@@ -206,6 +232,9 @@ enum AcceptRefused {
     StaleArea,
     /// Its segment is the peer end of an open connection of ours already.
     PeerSlotHeld,
+    /// Within this node: the end that answered is gone (its listener closed), and its
+    /// slot may be another connection's.
+    EndGone,
     /// The queues could not be built on it.
     Establish(Error),
 }
@@ -214,9 +243,10 @@ enum AcceptRefused {
 /// memory does not say what its frames say.
 fn accept_refused(why: AcceptRefused) {
     static LAST_LOG_MS: AtomicI64 = AtomicI64::new(i64::MIN);
-    // A connect that gave up as the answer came is no peer's fault.
-    let gave_up =
-        matches!(&why, AcceptRefused::Establish(e) if *e == errno(bindings::ECONNABORTED));
+    // A connect that gave up as the answer came, or (within this node) an answer whose
+    // end went first, is no peer's fault.
+    let gave_up = matches!(&why, AcceptRefused::EndGone)
+        || matches!(&why, AcceptRefused::Establish(e) if *e == errno(bindings::ECONNABORTED));
     if gave_up || !once_a_second(&LAST_LOG_MS) {
         return;
     }
@@ -225,6 +255,7 @@ fn accept_refused(why: AcceptRefused) {
         AcceptRefused::BadOffer => ("its offer does not fit its segment", 0),
         AcceptRefused::StaleArea => ("its receive area is not this connection's", 0),
         AcceptRefused::PeerSlotHeld => ("its channel is an open connection's peer end", 0),
+        AcceptRefused::EndGone => ("its end is gone", 0),
         AcceptRefused::Establish(e) => ("its queues cannot be built", e.to_errno()),
     };
     pr_warn!(

@@ -16,10 +16,12 @@ use super::listen_queue::ListenQueue;
 use super::refusals::Refusals;
 use crate::config::rules::Ip;
 use crate::conn::{once_a_second, Conn, HeldSlots, MAX_CONNS};
+use crate::fabric::memory::SegMem;
 use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{ConnId, FRAME_SIZE};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::sys::params::hold_frames_for_test;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
@@ -156,12 +158,19 @@ impl Table {
             }
         }
     }
+    /// The oldest frame waiting (none while a test holds them: `test_hold_frames`).
     pub(super) fn dequeue(&self) -> Option<(NodeId, [u8; FRAME_SIZE])> {
+        if hold_frames_for_test() {
+            return None;
+        }
         self.inbox.lock().pop()
     }
+    /// Sleeps until a frame comes (or a held one may be served), a closing slot's
+    /// doorbell rings, or the next sweep is due.
     pub(super) fn wait_for_frames(&self) {
         let mut g = self.inbox.lock();
-        if g.is_empty() && !self.reclaim_now.load(Ordering::Acquire) {
+        let nothing = g.is_empty() || hold_frames_for_test();
+        if nothing && !self.reclaim_now.load(Ordering::Acquire) {
             let _ = self.inbox_ready.wait_interruptible_timeout(
                 &mut g,
                 kernel::time::msecs_to_jiffies(SWEEP_MS as u32),
@@ -244,6 +253,17 @@ impl Table {
             .any(|c: &Arc<Conn>| c.holds_peer_slot(slot))
     }
 
+    /// This node's connection `id`, if it still holds its slot and `seg` (mapped from
+    /// that slot) is its segment: the end a frame between two of this node's own ends
+    /// names, checked exactly. Within this node a closed end's slot is free at once
+    /// (`Plane::free_conn`), so a late frame's slot may hold another connection already,
+    /// and a receive area's generation does not tell them apart: a listener's end takes
+    /// its client's generation, and two slots' generations may be equal. (Another node's
+    /// slot is not reused that soon: an end that never took its answer stays exported
+    /// for `GRACE_MS`, then its pages wait out the fabric's quarantine.)
+    pub(super) fn own_end(&self, id: ConnId, seg: &Arc<SegMem>) -> Option<Arc<Conn>> {
+        self.conn_by_id(id).filter(|c| c.owns_segment(seg))
+    }
     /// The connection `id`, open or closing, if its slot still holds that generation.
     pub(super) fn conn_or_closing_by_id(&self, id: ConnId) -> Option<Arc<Conn>> {
         let g = self.conns.lock();

@@ -99,6 +99,13 @@ pub(crate) fn fabric_params() -> FabricParams {
     }
 }
 
+/// Test only: whether the `test_hold_frames` module parameter asks the listener kthread to
+/// leave inbound control frames unserved for now (`selftests/guest/sci_late_request.py`).
+pub(crate) fn hold_frames_for_test() -> bool {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_test_hold_frames() }
+}
+
 /// Test only: whether the `test_drop_answers` module parameter asks to drop this connect
 /// answer (it counts down; `selftests/guest/sci_lost_answer.py`).
 pub(crate) fn drop_answer_for_test() -> bool {

@@ -133,7 +133,8 @@ def one(af, addr, kind, rng):
             got = recv_exact(s, len(req))
         if got != req:
             return f"{kind}: echo of {len(req)} B came back as {len(got)} B, " \
-                   f"{'equal' if got[:len(req)] == req else 'different'} bytes"
+                   f"{'equal' if got[:len(req)] == req else 'different'} bytes " \
+                   f"(from port {s.getsockname()[1]})"
         if kind == "abort":
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         return None

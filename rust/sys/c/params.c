@@ -123,6 +123,21 @@ static int test_drop_answers;
 module_param(test_drop_answers, int, 0600);
 MODULE_PARM_DESC(test_drop_answers, "Test: drop this many connect answers instead of sending them (default 0)");
 
+/*
+ * Test only: while nonzero, the listener kthread leaves inbound control frames in its
+ * inbox; they are served, in order, once it is 0 again. A test makes a connect request
+ * arrive after its connect gave up this way (selftests/guest/sci_late_request.py).
+ * Root only.
+ */
+static int test_hold_frames;
+module_param(test_hold_frames, int, 0600);
+MODULE_PARM_DESC(test_hold_frames, "Test: leave inbound control frames unserved while nonzero (default 0)");
+
+bool sci_test_hold_frames(void)
+{
+	return READ_ONCE(test_hold_frames) != 0;
+}
+
 bool sci_take_drop_answer(void)
 {
 	int v = READ_ONCE(test_drop_answers);

@@ -30,5 +30,7 @@ unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node dow
 void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
 /* "test_drop_answers": true (and one less) while connect answers are to be dropped. Test only. */
 bool sci_take_drop_answer(void);
+/* "test_hold_frames": true while inbound control frames are to be left unserved. Test only. */
+bool sci_test_hold_frames(void);
 
 #endif /* AF_SCI_SYS_PARAMS_H */
