@@ -36,7 +36,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 
 SOL_SCI, SCI_INFO = 300, 1
 HOLD = "/sys/module/af_sci/parameters/test_hold_frames"
