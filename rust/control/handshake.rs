@@ -199,8 +199,8 @@ impl Plane<'_> {
         }
         let local = Addr::inet(dst_ip, request.dst_port, queue.addr.v6);
         let peer = Addr::inet(src_ip, request.src_port, queue.addr.v6);
-        let conn = match self.new_conn(from, Some(request.src.generation), offer.start, local, peer)
-        {
+        let client = Some((request.src.generation, offer.start));
+        let conn = match self.new_conn(from, client, local, peer) {
             Ok(conn) => conn,
             Err(_) => return self.reject(from, request, RejectReason::NoResources),
         };

@@ -35,7 +35,7 @@ use crate::conn::addr::Addr;
 use crate::conn::{Conn, Release, MAX_CONNS, RING_LOG2};
 use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::proto::frame::ConnId;
-use crate::proto::queue::QueueParams;
+use crate::proto::queue::{connect_start, QueueParams};
 use crate::proto::ring::RingGeometry;
 use crate::sys::kthread::{self, SharedMain, SharedThread};
 use crate::sys::params::{refusal_ms, FabricParams};
@@ -168,17 +168,9 @@ impl ControlPlane {
         self.parts.table.connector.submit(pending)
     }
 
-    /// See [`Plane::new_conn`].
-    pub(crate) fn new_conn(
-        &self,
-        peer_node: NodeId,
-        generation: Option<u32>,
-        start: u64,
-        local: Addr,
-        peer: Addr,
-    ) -> Result<Arc<Conn>> {
-        self.plane()
-            .new_conn(peer_node, generation, start, local, peer)
+    /// A connecting end (see [`Plane::new_conn`]).
+    pub(crate) fn new_conn(&self, peer_node: NodeId, local: Addr, peer: Addr) -> Result<Arc<Conn>> {
+        self.plane().new_conn(peer_node, None, local, peer)
     }
 
     /// See [`Plane::free_conn`].
@@ -203,12 +195,13 @@ impl Plane<'_> {
         self.table.conn(slot)
     }
 
-    /// Allocates a slot and creates a connection end in it.
+    /// Allocates a slot and creates a connection end in it. A listener's end receives
+    /// with its client's generation and start (`client`); a connecting end's are its
+    /// slot's generation and a start that names it ([`connect_start`]).
     pub(crate) fn new_conn(
         &self,
         peer_node: NodeId,
-        generation: Option<u32>,
-        start: u64,
+        client: Option<(u32, u64)>,
         local: Addr,
         peer: Addr,
     ) -> Result<Arc<Conn>> {
@@ -229,9 +222,13 @@ impl Plane<'_> {
             }
         };
         let geometry = RingGeometry::from_log2(RING_LOG2).map_err(|_| EINVAL)?;
+        let (generation, start) = client.unwrap_or_else(|| {
+            let own = connect_start(self.fabric.local_node(), id.slot, id.generation);
+            (id.generation, own)
+        });
         let params = QueueParams {
             geometry,
-            generation: generation.unwrap_or(id.generation),
+            generation,
             start,
         };
         let conn = Conn::new(

@@ -179,7 +179,8 @@
 //! - Setup, each side: allocate zeroed memory for its receive area and a
 //!   credit area (both 64-aligned), [`init_rx_area`](queue::init_rx_area) and
 //!   [`init_credit_area`](queue::init_credit_area) with the *own* generation
-//!   and a random start cursor, offer them in the connect request / accept
+//!   and the start cursor that names the connecting end
+//!   ([`connect_start`](queue::connect_start)), offer them in the connect request / accept
 //!   ([`QueueOffer`](frame::QueueOffer)); validate the peer's offer against
 //!   the mapped length ([`QueueOffer::validate`](frame::QueueOffer::validate)).
 //!   Both ends of one queue must use the same [`QueueParams`](queue::QueueParams):

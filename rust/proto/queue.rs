@@ -71,6 +71,21 @@ pub(crate) fn init_rx_area<S: Segment>(
     Ok(())
 }
 
+/// The start cursor of a connection's queues, set by its connecting end: a function of
+/// who that end is (its node, its channel and the channel's generation), the same for
+/// every node and channel below 2^16, different for any other end.
+///
+/// A setup frame names a channel, and the receiver maps whatever that channel holds
+/// when the frame is served: a late frame may find another connection there. A
+/// connecting end that took the channel since has a newer generation; a listener's end
+/// that took it receives with *its* client's generation and start, which another client
+/// can share only in part. With the start naming the whole end, the receive area's start
+/// ([`rx_area_matches`]) tells the late frame it is not its own. (Cursors wrap: any
+/// start is a valid one.)
+pub(crate) const fn connect_start(node: u16, channel: u32, generation: u32) -> u64 {
+    ((generation as u64) << 32) | (((channel & 0xffff) as u64) << 16) | node as u64
+}
+
 /// Whether the receive area at `base` in a peer's segment was set up for the
 /// queue described by `params` (magic, version, ring size, generation, start).
 ///

@@ -7,9 +7,11 @@ freshly loaded (selftests/guest/guest-suite).
 Within one node (the loopback fabric) a connect that gives up frees its channel at once,
 and the next connection may take it. A listener's end receives on a queue tagged with its
 client's generation, and generations are per channel, so the new holder of the channel
-can carry the very generation the late request names: the old check of the requester's
-receive area then passed, and the listener node wired a new end into *another*
-connection's ring. When that stray end was reset and closed (its connector was gone),
+can carry the very generation the late request names: the check of the requester's
+receive area (generation and start, and the start was the same for every connection)
+then passed, and the listener node wired a new end into *another* connection's ring.
+Now the start names the connecting end, and within one node the requester is also looked
+up in the node's own table; either is enough for this test. When that stray end was reset and closed (its connector was gone),
 its close landed in the other connection, whose peer read an EOF or a reset instead of
 its echo (make test's churn: one lost echo in thousands of connections, under load).
 

@@ -230,8 +230,6 @@ impl SciSock {
         let conn = plane
             .new_conn(
                 node,
-                None,
-                1 << 20,
                 Addr::inet(local_ip, src_port, v6),
                 Addr::inet(dest, port, v6),
             )

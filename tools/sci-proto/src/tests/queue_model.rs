@@ -451,6 +451,43 @@ fn producer_side_header_check() {
     ));
 }
 
+/// A connecting end's start cursor names the end: ends that differ in node, channel or
+/// generation start apart, so a late setup frame that maps a channel another connection
+/// holds now finds another start in its receive area. The case that made make test's
+/// churn lose an echo (Documentation/af_sci.rst, Robustness): the end that gave up was
+/// channel 1, generation 2; a listener's end took channel 1 and receives with its
+/// client's generation, also 2 (channel 0's), and its client's start.
+#[test]
+fn connect_start_names_the_end() {
+    let mut seen = std::collections::HashSet::new();
+    for node in [0u16, 1, 2, 255, u16::MAX] {
+        for channel in [0u32, 1, 2, 1023, 0xffff] {
+            for generation in [1u32, 2, 3, 0x1_0000, u32::MAX] {
+                assert!(
+                    seen.insert(queue::connect_start(node, channel, generation)),
+                    "node {node}, channel {channel}, generation {generation}"
+                );
+            }
+        }
+    }
+    let gave_up = queue::connect_start(0, 1, 2);
+    let listener_end = QueuePair::new(6, 2, queue::connect_start(0, 0, 2), 16);
+    let late = queue::QueueParams {
+        geometry: listener_end.params.geometry,
+        generation: 2,
+        start: gave_up,
+    };
+    assert!(queue::rx_area_matches(
+        &listener_end.rx_seg,
+        super::RX_BASE,
+        listener_end.params
+    ));
+    assert!(
+        !queue::rx_area_matches(&listener_end.rx_seg, super::RX_BASE, late),
+        "the late request's end must not take the listener end's ring for its own"
+    );
+}
+
 /// A peer node declared dead never stores its abort flag: the consumer latches it
 /// locally. Reads then end (no sleeping), queued data is still readable, and the
 /// latch survives the peer's (stale) flag word.
