@@ -39,6 +39,8 @@ import struct
 import subprocess
 import sys
 
+from sci_churn import recv_exact  # its bytes, short only at the end of the stream
+
 SOL_SCI, SCI_INFO = 300, 1
 HOLD = "/sys/module/af_sci/parameters/test_hold_frames"
 LIMIT = 30  # seconds any one wait may take before it counts as a hang
@@ -82,16 +84,6 @@ def finish_connect(s):
     return errno.errorcode.get(err, str(err)) if err else None
 
 
-def recv_n(s, n):
-    got = bytearray()
-    while len(got) < n:
-        b = s.recv(n - len(got))
-        if not b:
-            break
-        got += b
-    return bytes(got)
-
-
 def exchange(client, served):
     """1 MiB from client to server in 64 KiB round trips, each echoed back; True when
     every byte arrives intact both ways."""
@@ -101,10 +93,10 @@ def exchange(client, served):
     for i in range(len(BLOCK) // len(CHUNK)):
         try:
             client.sendall(CHUNK)
-            got = recv_n(served, len(CHUNK))
+            got = recv_exact(served, len(CHUNK))
             if got == CHUNK:
                 served.sendall(got)
-            back = recv_n(client, len(CHUNK))
+            back = recv_exact(client, len(CHUNK))
         except OSError as e:
             print(f"# round trip {i}: {e!r}", flush=True)
             return False
