@@ -72,8 +72,8 @@ pub(crate) fn init_rx_area<S: Segment>(
 }
 
 /// The start cursor of a connection's queues, set by its connecting end: a function of
-/// who that end is (its node, its channel and the channel's generation), the same for
-/// every node and channel below 2^16, different for any other end.
+/// who that end is (its node, its channel and the channel's generation), different for
+/// any two ends whose nodes and channels are below 2^16.
 ///
 /// A setup frame names a channel, and the receiver maps whatever that channel holds
 /// when the frame is served: a late frame may find another connection there. A
