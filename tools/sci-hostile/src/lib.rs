@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use sci_proto::layout::{
     self, encode_frame, flag_word, link_word, Export, Forged, Map, Node, State, CREDIT_CONS_CURSOR,
-    CREDIT_CONS_FLAGS, FRAME_WORDS, RX_GENERATION, RX_PROD_CURSOR, RX_PROD_FLAGS, RX_RING_SIZE,
-    RX_START,
+    CREDIT_CONS_FLAGS, FRAME_WORDS, PUBLISHED_ADDRS, RX_GENERATION, RX_PROD_CURSOR, RX_PROD_FLAGS,
+    RX_RING_SIZE, RX_START,
 };
 
 /// What kind of lie.
@@ -44,11 +44,15 @@ pub enum Kind {
     Nodeword,
     /// A storm of the liar's doorbell counters in the victim's area.
     Doorbells,
+    /// The addresses the liar publishes in its node table entry: writes left half done,
+    /// garbage, addresses no node stands behind, other nodes' addresses (the victim's
+    /// own among them), sequence words that change under a reader.
+    Addresses,
 }
 
 impl Kind {
     /// Every kind, in the order the pair test runs them.
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Random,
         Kind::Cursors,
         Kind::Lengths,
@@ -56,6 +60,7 @@ impl Kind {
         Kind::Frames,
         Kind::Nodeword,
         Kind::Doorbells,
+        Kind::Addresses,
     ];
 
     /// The kind's name on the command line.
@@ -68,12 +73,43 @@ impl Kind {
             Kind::Frames => "frames",
             Kind::Nodeword => "nodeword",
             Kind::Doorbells => "doorbells",
+            Kind::Addresses => "addresses",
         }
     }
 
     /// The kind named `s`.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// Addresses no node may stand behind, as published (IPv4 as `::ffff:a.b.c.d`).
+const UNUSABLE: [[u8; 16]; 9] = [
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 169, 254, 1, 1],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 224, 0, 0, 1],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 255, 255, 255, 255],
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0; 16],
+    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+];
+
+/// The two words a published address is stored as (little-endian bytes).
+fn addr_words(a: &[u8; 16]) -> [u64; 2] {
+    let mut lo = [0u8; 8];
+    let mut hi = [0u8; 8];
+    lo.copy_from_slice(&a[..8]);
+    hi.copy_from_slice(&a[8..]);
+    [u64::from_le_bytes(lo), u64::from_le_bytes(hi)]
+}
+
+/// The next odd value after a sequence word (a write in progress), never the largest.
+fn next_odd(seq: u64) -> u64 {
+    match (seq | 1).wrapping_add(if seq & 1 == 0 { 0 } else { 2 }) {
+        u64::MAX => 1,
+        v => v,
     }
 }
 
@@ -176,6 +212,9 @@ pub struct Liar<'a> {
     /// The victim's channels whose segments belong to connections with other nodes: not
     /// the liar's to write (see [`Liar::spare`]).
     spare: Vec<u32>,
+    /// The addresses the liar published when it started (two words each), put back at
+    /// the end.
+    saved_addrs: Option<Vec<[u64; 2]>>,
 }
 
 impl<'a> Liar<'a> {
@@ -218,6 +257,7 @@ impl<'a> Liar<'a> {
             bells: Vec::new(),
             cursor_lies: BTreeMap::new(),
             spare: Vec::new(),
+            saved_addrs: None,
         };
         for off in [map.node_word(liar), map.link(liar, victim)]
             .into_iter()
@@ -225,6 +265,14 @@ impl<'a> Liar<'a> {
         {
             me.saved.push((off, me.load(off)));
         }
+        me.saved_addrs = map.addresses(liar).map(|(_, first)| {
+            (0..PUBLISHED_ADDRS)
+                .map(|slot| {
+                    let off = first + 16 * slot;
+                    [me.load(off), me.load(off + 8)]
+                })
+                .collect()
+        });
         Ok(me)
     }
 
@@ -314,14 +362,21 @@ impl<'a> Liar<'a> {
             Kind::Frames => self.frames(),
             Kind::Nodeword => self.nodeword(now_ms),
             Kind::Doorbells => self.doorbells(),
+            Kind::Addresses => self.addresses(),
         }
     }
 
-    /// After the last step: the liar's node word and link word as it found them.
+    /// After the last step: the liar's node word and link word, or its published
+    /// addresses, as it found them.
     pub fn finish(&mut self) {
         if matches!(self.kind, Kind::Nodeword | Kind::Generations) {
             for (off, v) in self.saved.clone() {
                 self.store(off, v, "restored");
+            }
+        }
+        if self.kind == Kind::Addresses {
+            if let Some(addrs) = self.saved_addrs.clone() {
+                self.publish(&addrs, "restored");
             }
         }
     }
@@ -728,6 +783,84 @@ impl<'a> Liar<'a> {
             _ => ((self.rng.next_u64() & !0xff) | 0x7f, "garbage"),
         };
         self.store(off, v, what);
+    }
+
+    /// `addresses`: one lie a step about the addresses the liar publishes, written as an
+    /// honest node writes them (sequence odd, the words, sequence even) unless the lie is
+    /// in the sequence itself:
+    /// - `addr-torn`: the sequence left odd with a slot rewritten behind it (a reader
+    ///   must give up, not wait for it to become even);
+    /// - `addr-garbage`: random words;
+    /// - `addr-unusable`: loopback, unspecified, link-local, multicast and broadcast
+    ///   addresses, in both families;
+    /// - `addr-claim`: what other nodes publish, the victim's own addresses first (the
+    ///   victim keeps connections to its own addresses whatever a peer claims);
+    /// - `addr-sequence`: the sequence alone, to a random even value, 0 ("nothing
+    ///   published"), the largest even value or the largest.
+    fn addresses(&mut self) {
+        let Some((seq, first)) = self.map.addresses(self.liar) else {
+            return;
+        };
+        match self.rng.below(5) {
+            0 => {
+                let odd = next_odd(self.load(seq));
+                self.store(seq, odd, "addr-torn");
+                let off = first + 16 * self.rng.index(PUBLISHED_ADDRS);
+                let (lo, hi) = (self.rng.next_u64(), self.rng.next_u64());
+                self.store(off, lo, "addr-torn");
+                self.store(off + 8, hi, "addr-torn");
+            }
+            1 => {
+                let addrs: Vec<[u64; 2]> = (0..PUBLISHED_ADDRS)
+                    .map(|_| [self.rng.next_u64(), self.rng.next_u64()])
+                    .collect();
+                self.publish(&addrs, "addr-garbage");
+            }
+            2 => {
+                let addrs: Vec<[u64; 2]> = (0..PUBLISHED_ADDRS)
+                    .map(|_| addr_words(&UNUSABLE[self.rng.index(UNUSABLE.len())]))
+                    .collect();
+                self.publish(&addrs, "addr-unusable");
+            }
+            3 => {
+                let mut claimed: Vec<[u64; 2]> = core::iter::once(self.victim)
+                    .chain((0..self.map.nodes() as u16).filter(|&n| n != self.victim))
+                    .filter(|&n| n != self.liar)
+                    .filter_map(|n| self.map.published(self.words, n))
+                    .flat_map(|slots| slots.into_iter().flatten())
+                    .map(|a| addr_words(&a))
+                    .collect();
+                if claimed.is_empty() {
+                    return;
+                }
+                claimed.resize(PUBLISHED_ADDRS, claimed[0]);
+                self.publish(&claimed[..PUBLISHED_ADDRS], "addr-claim");
+            }
+            _ => {
+                let v = match self.rng.below(4) {
+                    0 => self.rng.next_u64() & !1,
+                    1 => 0,
+                    2 => u64::MAX - 1,
+                    _ => u64::MAX,
+                };
+                self.store(seq, v, "addr-sequence");
+            }
+        }
+    }
+
+    /// Writes `addrs` (two words each) as the liar's published addresses, as an honest
+    /// node does: the sequence made odd, the words, the sequence made even.
+    fn publish(&mut self, addrs: &[[u64; 2]], what: &'static str) {
+        let Some((seq, first)) = self.map.addresses(self.liar) else {
+            return;
+        };
+        let odd = next_odd(self.load(seq));
+        self.store(seq, odd, what);
+        for (slot, [lo, hi]) in addrs.iter().take(PUBLISHED_ADDRS).enumerate() {
+            self.store(first + 16 * slot, *lo, what);
+            self.store(first + 16 * slot + 8, *hi, what);
+        }
+        self.store(seq, odd.wrapping_add(1), what);
     }
 
     /// `doorbells`: every channel and group counter of the liar's doorbell block in the

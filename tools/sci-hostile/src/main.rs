@@ -9,7 +9,7 @@
 //! /dev/shm) shared, and for DURATION ms (default 3000) makes one round of lies of KIND
 //! every millisecond as node LIAR toward node VICTIM (default: the other of nodes 0 and
 //! 1). KIND is one of random, cursors, lengths, generations, frames, nodeword,
-//! doorbells (see the library's documentation). `--ports` names the victim's listening
+//! doorbells, addresses (see the library's documentation). `--ports` names the victim's listening
 //! ports for forged connect requests; `--spare` the victim's channels that belong to its
 //! connections with other nodes, which the liar leaves alone. Prints one line:
 //! `sci-hostile: kind=... seed=... liar=... victim=... ms=... steps=... writes=...
@@ -97,7 +97,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
 /// The usage text.
 const USAGE: &str = "usage: sci-hostile --shm PATH --seed S --kind KIND --liar NODE \
 [--victim NODE] [--ms DURATION] [--ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors \
-lengths generations frames nodeword doorbells";
+lengths generations frames nodeword doorbells addresses";
 
 /// A shared mapping of a region file, unmapped when dropped.
 struct Mapping {

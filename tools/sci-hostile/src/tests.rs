@@ -209,3 +209,61 @@ fn spared_segments_are_left_alone() {
         }
     }
 }
+
+/// `::ffff:a.b.c.d`.
+fn v4(a: [u8; 4]) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[10] = 0xff;
+    b[11] = 0xff;
+    b[12..].copy_from_slice(&a);
+    b
+}
+
+#[test]
+fn address_lies_claim_the_victims_and_are_put_back() {
+    let (words, map) = region();
+    let victim = [v4([10, 0, 0, 1]), v4([10, 0, 0, 11])];
+    let liar_addrs = [v4([10, 0, 0, 2])];
+    map.publish(&words, VICTIM, &victim);
+    map.publish(&words, LIAR, &liar_addrs);
+    let honest = map.published(&words, LIAR).unwrap();
+    assert_eq!(honest, [Some(liar_addrs[0]), None]);
+    let mut liar = Liar::new(&words, Kind::Addresses, (LIAR, VICTIM), 5, 400, &[]).unwrap();
+    let (mut claimed, mut torn, mut unusable_seen) = (0, 0, 0);
+    for ms in 0..400 {
+        liar.step(ms);
+        match map.published(&words, LIAR) {
+            None => torn += 1,
+            Some(slots) => {
+                if slots.contains(&Some(victim[0])) {
+                    claimed += 1;
+                }
+                for a in slots.into_iter().flatten() {
+                    assert!(layout::address_usable(&a), "{a:?} read as usable");
+                }
+                unusable_seen += usize::from(slots == [None, None]);
+            }
+        }
+    }
+    assert!(
+        claimed > 0 && torn > 0 && unusable_seen > 0,
+        "{claimed} {torn} {unusable_seen}"
+    );
+    let summary = liar.summary(400);
+    for what in [
+        "addr-torn",
+        "addr-garbage",
+        "addr-unusable",
+        "addr-claim",
+        "addr-sequence",
+    ] {
+        assert!(summary.contains(what), "{what} missing from {summary}");
+    }
+    liar.finish();
+    drop(liar);
+    assert_eq!(map.published(&words, LIAR), Some(honest));
+    assert_eq!(
+        map.published(&words, VICTIM),
+        Some([Some(victim[0]), Some(victim[1])])
+    );
+}

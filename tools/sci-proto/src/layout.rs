@@ -14,8 +14,8 @@ use crate::proto::frame::{
 };
 use crate::proto::mailbox::MB_ACK;
 use crate::proto::region::{
-    read_header, DirEntry, HeaderState, Layout, NodeState, NodeWord, Region, NODE_HEARTBEAT,
-    NODE_WORD,
+    read_header, usable, DirEntry, HeaderState, Layout, NodeState, NodeWord, Region, NODE_ADDRS,
+    NODE_ADDR_SEQ, NODE_HEARTBEAT, NODE_WORD,
 };
 use crate::proto::ring;
 
@@ -35,6 +35,8 @@ pub const RX_DATA: usize = ring::RX_DATA;
 pub const CREDIT_CONS_CURSOR: usize = ring::CREDIT_CONS_CURSOR;
 /// Credit area: u64 consumer flag word.
 pub const CREDIT_CONS_FLAGS: usize = ring::CREDIT_CONS_FLAGS;
+/// Addresses a node publishes in its node table entry (16 bytes each).
+pub const PUBLISHED_ADDRS: usize = crate::proto::region::PUBLISHED_ADDRS;
 /// Words of a mailbox frame.
 pub const FRAME_WORDS: usize = crate::proto::frame::FRAME_WORDS;
 
@@ -125,6 +127,35 @@ impl Map {
     /// Offset of `node`'s heartbeat counter.
     pub fn heartbeat(&self, node: u16) -> Option<usize> {
         self.layout.node_entry(node)?.checked_add(NODE_HEARTBEAT)
+    }
+
+    /// Offsets of `node`'s published addresses: the sequence word, and the first of
+    /// [`PUBLISHED_ADDRS`] addresses of 16 bytes (two words each, little-endian bytes).
+    pub fn addresses(&self, node: u16) -> Option<(usize, usize)> {
+        let entry = self.layout.node_entry(node)?;
+        Some((
+            entry.checked_add(NODE_ADDR_SEQ)?,
+            entry.checked_add(NODE_ADDRS)?,
+        ))
+    }
+
+    /// The addresses `node` publishes, read and checked as the kernel reads them (`None`:
+    /// nothing published, or a write in progress; an unusable slot is `None`).
+    pub fn published(
+        &self,
+        words: &[AtomicU64],
+        node: u16,
+    ) -> Option<[Option<[u8; 16]>; PUBLISHED_ADDRS]> {
+        Region::new(Words(words), self.layout)
+            .ok()?
+            .published_addresses(node)
+    }
+
+    /// Publishes `addrs` as `node`'s addresses, as the kernel of that node does.
+    pub fn publish(&self, words: &[AtomicU64], node: u16, addrs: &[[u8; 16]]) {
+        if let Ok(region) = Region::new(Words(words), self.layout) {
+            region.publish_addresses(node, addrs);
+        }
     }
 
     /// Offset of the link word `node` publishes for `peer`.
@@ -253,6 +284,11 @@ impl Node {
         }
         .pack()
     }
+}
+
+/// Whether a node may stand behind a published address, as the kernel judges it.
+pub fn address_usable(a: &[u8; 16]) -> bool {
+    usable(a)
 }
 
 /// A link word: the peer's generation (low half) and the link sequence (high half).
