@@ -137,7 +137,7 @@ impl Drop for DeviceMem {
 /// What keeps a segment's memory valid.
 enum Backing {
     /// Kernel memory this segment owns (the loopback fabric).
-    Kernel { _buf: KVVec<u64> },
+    Kernel { _buf: VVec<u64> },
     /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
     Device {
         map: Arc<DeviceMem>,
@@ -158,7 +158,7 @@ pub(crate) struct SegMem {
     lease: Option<Arc<Lease>>,
     /// The kernel copy a device segment was moved into ([`SegMem::rehome`]).
     #[pin]
-    rehomed: Mutex<Option<KVVec<u64>>>,
+    rehomed: Mutex<Option<VVec<u64>>>,
     /// `ptr` points into `rehomed`.
     is_rehomed: AtomicBool,
 }
@@ -184,9 +184,14 @@ impl SegMem {
     }
 
     /// Allocates `len` zeroed bytes (rounded up to whole words) in kernel memory.
+    ///
+    /// Virtually contiguous (`vmalloc`), whole pages: a segment is a ring of a power of
+    /// two plus a header page, and `kmalloc` (which `kvmalloc` tries first) would round
+    /// 260 KiB up to a 512 KiB block, doubling what every connection end on this machine
+    /// holds (`make bench` reports memory per connection).
     pub(crate) fn alloc(len: usize) -> Result<Arc<Self>> {
         let words = len.div_ceil(8);
-        let mut buf = KVVec::<u64>::from_elem(0, words, GFP_KERNEL)?;
+        let mut buf = VVec::<u64>::from_elem(0, words, GFP_KERNEL)?;
         let ptr = NonNull::new(buf.as_mut_ptr().cast::<u8>()).ok_or(ENOMEM)?;
         Self::new(ptr, words * 8, Backing::Kernel { _buf: buf }, None)
     }
@@ -225,7 +230,7 @@ impl SegMem {
         {
             return Ok(());
         }
-        let mut buf = KVVec::<u64>::from_elem(0, self.len.div_ceil(8), GFP_KERNEL)?;
+        let mut buf = VVec::<u64>::from_elem(0, self.len.div_ceil(8), GFP_KERNEL)?;
         let to = buf.as_mut_ptr().cast::<u8>();
         let mut slot = self.rehomed.lock();
         if slot.is_some() {
