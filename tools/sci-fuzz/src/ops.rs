@@ -21,6 +21,13 @@ const SCI_INFO: i32 = 1;
 const SCI_NATIVE_FAMILY: i32 = 2;
 const SCI_SPIN_US: i32 = 3;
 const UIO_MAXIOV: u64 = 1024;
+/// The most messages a blocking `sendmmsg`/`recvmmsg` on a valid vector is given. Each of
+/// its sends or receives may wait for the socket's timeout (at most 150 ms, see
+/// `bound_timeouts`), so 64 of them end within 10 s, under the watchdog's 30 s. With up to
+/// `UIO_MAXIOV` (what the kernel clamps any count to) a receive on a connection whose other
+/// end another thread keeps writing ran for 30 s in TCP's own `recvmsg`, legitimately,
+/// and was reported as a hang. Non-blocking calls and bad vectors keep every count.
+const BLOCKING_VLEN_MAX: u64 = 64;
 
 /// Every MSG_* flag of Linux 6.12, MSG_SPLICE_PAGES (kernel-internal) included.
 const MSG_FLAGS: [u64; 23] = [
@@ -1134,6 +1141,11 @@ impl<'a> Fuzzer<'a> {
         }
     }
 
+    /// Where [`Fuzzer::mmsgs`] puts its mmsghdr arrays: the structure zone's upper part.
+    fn mmsg_base(&self) -> u64 {
+        self.a.structs + 20480
+    }
+
     /// An mmsghdr array at the structure zone's upper part: (pointer, vlen).
     fn mmsgs(&mut self, send: bool, kind: Kind, v6: bool) -> (u64, u64) {
         let vlen = match self.rng.below(12) {
@@ -1145,7 +1157,7 @@ impl<'a> Fuzzer<'a> {
             10 => u32::MAX as u64,
             _ => self.rng.next_u32() as u64,
         };
-        let base = self.a.structs + 20480;
+        let base = self.mmsg_base();
         for k in 0..vlen.min(4) {
             let at = base + 64 * k;
             self.msghdr(at, self.a.structs + 1024 + 256 * k, 16, send, kind, v6);
@@ -1159,10 +1171,21 @@ impl<'a> Fuzzer<'a> {
         (p, vlen)
     }
 
+    /// `vlen` for a call on the vector at `p` with `flags`: at most [`BLOCKING_VLEN_MAX`]
+    /// when the call may block on a vector the kernel can read.
+    fn vlen_bound(&self, p: u64, vlen: u64, flags: u64) -> u64 {
+        if p == self.mmsg_base() && flags & libc::MSG_DONTWAIT as u64 == 0 {
+            vlen.min(BLOCKING_VLEN_MAX)
+        } else {
+            vlen
+        }
+    }
+
     fn op_sendmmsg(&mut self) {
         let (fd, kind, v6) = self.sock();
         let (p, vlen) = self.mmsgs(true, kind, v6);
         let flags = self.msg_flags();
+        let vlen = self.vlen_bound(p, vlen, flags);
         let _ = self.sys(
             Call::Sendmmsg,
             libc::SYS_sendmmsg,
@@ -1174,6 +1197,7 @@ impl<'a> Fuzzer<'a> {
         let (fd, kind, v6) = self.sock();
         let (p, vlen) = self.mmsgs(false, kind, v6);
         let flags = self.msg_flags();
+        let vlen = self.vlen_bound(p, vlen, flags);
         let timeout = match self.rng.below(10) {
             0..=5 => 0,
             6..=7 => {
