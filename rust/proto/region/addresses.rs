@@ -38,7 +38,7 @@ pub(crate) fn usable(a: &PublishedAddr) -> bool {
 }
 
 /// The two little-endian words of an address.
-fn to_words(a: &PublishedAddr) -> [u64; 2] {
+pub(crate) fn to_words(a: &PublishedAddr) -> [u64; 2] {
     let [b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15] = *a;
     [
         u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]),
@@ -53,6 +53,16 @@ fn from_words(lo: u64, hi: u64) -> PublishedAddr {
     [
         b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15,
     ]
+}
+
+/// The odd sequence value that opens a rewrite of the addresses after `seq`; the even one
+/// that closes it is the next. Never 0 ("nothing published") nor the largest value once
+/// published.
+pub(crate) const fn next_odd(seq: u64) -> u64 {
+    match (seq | 1).wrapping_add(if seq & 1 == 0 { 0 } else { 2 }) {
+        u64::MAX => 1,
+        v => v,
+    }
 }
 
 impl<S: Segment> Region<S> {
@@ -71,12 +81,7 @@ impl<S: Segment> Region<S> {
         let Some((seq_off, addr_off)) = self.address_words(me) else {
             return;
         };
-        let old = self.seg.load_u64(seq_off);
-        // The next odd value, then the even one after it; never 0 once published.
-        let odd = match (old | 1).wrapping_add(if old & 1 == 0 { 0 } else { 2 }) {
-            u64::MAX => 1,
-            v => v,
-        };
+        let odd = next_odd(self.seg.load_u64(seq_off));
         self.seg.store_u64(seq_off, odd);
         self.seg.fence();
         let mut usable_addrs = addrs.iter().filter(|a| usable(a));

@@ -96,23 +96,6 @@ const UNUSABLE: [[u8; 16]; 9] = [
     [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
 ];
 
-/// The two words a published address is stored as (little-endian bytes).
-fn addr_words(a: &[u8; 16]) -> [u64; 2] {
-    let mut lo = [0u8; 8];
-    let mut hi = [0u8; 8];
-    lo.copy_from_slice(&a[..8]);
-    hi.copy_from_slice(&a[8..]);
-    [u64::from_le_bytes(lo), u64::from_le_bytes(hi)]
-}
-
-/// The next odd value after a sequence word (a write in progress), never the largest.
-fn next_odd(seq: u64) -> u64 {
-    match (seq | 1).wrapping_add(if seq & 1 == 0 { 0 } else { 2 }) {
-        u64::MAX => 1,
-        v => v,
-    }
-}
-
 /// A small seeded generator (SplitMix64): the same seed gives the same sequence on
 /// every host.
 #[derive(Clone, Debug)]
@@ -803,7 +786,7 @@ impl<'a> Liar<'a> {
         };
         match self.rng.below(5) {
             0 => {
-                let odd = next_odd(self.load(seq));
+                let odd = layout::address_seq_open(self.load(seq));
                 self.store(seq, odd, "addr-torn");
                 let off = first + 16 * self.rng.index(PUBLISHED_ADDRS);
                 let (lo, hi) = (self.rng.next_u64(), self.rng.next_u64());
@@ -818,7 +801,7 @@ impl<'a> Liar<'a> {
             }
             2 => {
                 let addrs: Vec<[u64; 2]> = (0..PUBLISHED_ADDRS)
-                    .map(|_| addr_words(&UNUSABLE[self.rng.index(UNUSABLE.len())]))
+                    .map(|_| layout::address_words(&UNUSABLE[self.rng.index(UNUSABLE.len())]))
                     .collect();
                 self.publish(&addrs, "addr-unusable");
             }
@@ -828,7 +811,7 @@ impl<'a> Liar<'a> {
                     .filter(|&n| n != self.liar)
                     .filter_map(|n| self.map.published(self.words, n))
                     .flat_map(|slots| slots.into_iter().flatten())
-                    .map(|a| addr_words(&a))
+                    .map(|a| layout::address_words(&a))
                     .collect();
                 if claimed.is_empty() {
                     return;
@@ -854,7 +837,7 @@ impl<'a> Liar<'a> {
         let Some((seq, first)) = self.map.addresses(self.liar) else {
             return;
         };
-        let odd = next_odd(self.load(seq));
+        let odd = layout::address_seq_open(self.load(seq));
         self.store(seq, odd, what);
         for (slot, [lo, hi]) in addrs.iter().take(PUBLISHED_ADDRS).enumerate() {
             self.store(first + 16 * slot, *lo, what);

@@ -210,20 +210,14 @@ fn spared_segments_are_left_alone() {
     }
 }
 
-/// `::ffff:a.b.c.d`.
-fn v4(a: [u8; 4]) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[10] = 0xff;
-    b[11] = 0xff;
-    b[12..].copy_from_slice(&a);
-    b
-}
-
 #[test]
 fn address_lies_claim_the_victims_and_are_put_back() {
     let (words, map) = region();
-    let victim = [v4([10, 0, 0, 1]), v4([10, 0, 0, 11])];
-    let liar_addrs = [v4([10, 0, 0, 2])];
+    let victim = [
+        layout::address_v4([10, 0, 0, 1]),
+        layout::address_v4([10, 0, 0, 11]),
+    ];
+    let liar_addrs = [layout::address_v4([10, 0, 0, 2])];
     map.publish(&words, VICTIM, &victim);
     map.publish(&words, LIAR, &liar_addrs);
     let honest = map.published(&words, LIAR).unwrap();

@@ -14,8 +14,8 @@ use crate::proto::frame::{
 };
 use crate::proto::mailbox::MB_ACK;
 use crate::proto::region::{
-    read_header, usable, DirEntry, HeaderState, Layout, NodeState, NodeWord, Region, NODE_ADDRS,
-    NODE_ADDR_SEQ, NODE_HEARTBEAT, NODE_WORD,
+    next_odd, read_header, to_words, usable, v4_mapped, DirEntry, HeaderState, Layout, NodeState,
+    NodeWord, Region, NODE_ADDRS, NODE_ADDR_SEQ, NODE_HEARTBEAT, NODE_WORD,
 };
 use crate::proto::ring;
 
@@ -289,6 +289,22 @@ impl Node {
 /// Whether a node may stand behind a published address, as the kernel judges it.
 pub fn address_usable(a: &[u8; 16]) -> bool {
     usable(a)
+}
+
+/// The two words a published address is stored as, as the kernel stores them.
+pub fn address_words(a: &[u8; 16]) -> [u64; 2] {
+    to_words(a)
+}
+
+/// A published IPv4 address (`::ffff:a.b.c.d`).
+pub fn address_v4(a: [u8; 4]) -> [u8; 16] {
+    v4_mapped(a)
+}
+
+/// The odd value that opens a rewrite of published addresses whose sequence word is
+/// `seq`, as the kernel's writer picks it (the even one after it closes the rewrite).
+pub fn address_seq_open(seq: u64) -> u64 {
+    next_odd(seq)
 }
 
 /// A link word: the peer's generation (low half) and the link sequence (high half).
