@@ -8,6 +8,7 @@
 
 use crate::conn::Mover;
 use crate::control::PendingConnect;
+use crate::socket::dgram;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
 use crate::socket::registry::{Registry, SockInfo};
@@ -15,6 +16,7 @@ use crate::socket::sk::{OwnSk, SkRef};
 use crate::socket::sock::{Accepted, SciSock};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
+use crate::sys::errno::{count_of, errno_of};
 use crate::sys::net::{File, Msg, OptVal, PollTable};
 use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -218,18 +220,8 @@ unsafe fn drop_sk(sock: *mut bindings::socket, own: OwnSk) {
     }
 }
 
-fn errno_of(r: Result) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-fn count_of(r: Result<c_int>) -> c_int {
-    r.unwrap_or_else(|e| e.to_errno())
-}
-
-/// `net_proto_family.create`: a new `AF_SCI` socket.
+/// `net_proto_family.create`: a new `AF_SCI` socket, a stream socket here or a datagram
+/// socket (`socket/dgram/`).
 ///
 /// # Safety
 ///
@@ -242,6 +234,13 @@ unsafe extern "C" fn create(
 ) -> c_int {
     // SAFETY: the socket layer passes a new socket without sk.
     let ty = unsafe { (*sock).type_ } as u32;
+    if ty == bindings::sock_type_SOCK_DGRAM {
+        if protocol != 0 && protocol != bindings::IPPROTO_UDP as c_int {
+            return -(bindings::EPROTONOSUPPORT as c_int);
+        }
+        // SAFETY: `create`'s own arguments.
+        return unsafe { dgram::adapter::create(net, sock, kern != 0) };
+    }
     if ty != bindings::sock_type_SOCK_STREAM {
         return -(bindings::ESOCKTNOSUPPORT as c_int);
     }
@@ -607,6 +606,10 @@ unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
 /// per-namespace counters, and the stack its sockets share.
 pub(crate) struct Family {
     ops: bindings::proto_ops,
+    /// The `proto_ops` of datagram sockets (`socket/dgram/adapter.rs`).
+    dgram_ops: bindings::proto_ops,
+    /// The datagram sockets' `struct proto`; dropped after the family is unregistered.
+    dgram_proto: Option<dgram::adapter::DgramProto>,
     family: bindings::net_proto_family,
     /// The pernet counters, `proto_register` and `sock_register` all succeeded: drop
     /// undoes them.
@@ -680,6 +683,8 @@ impl Family {
                     show_fdinfo: Some(show_fdinfo),
                     ..Default::default()
                 },
+                dgram_ops: dgram::adapter::ops(number, owner),
+                dgram_proto: None,
                 family: bindings::net_proto_family {
                     family: number,
                     create: Some(create),
@@ -707,10 +712,30 @@ impl Family {
             unsafe { bindings::sci_pernet_unregister() };
             return Err(kernel::error::Error::from_errno(ret));
         }
+        let dgram_proto = match dgram::adapter::DgramProto::register(number, &this.dgram_ops) {
+            Ok(p) => p,
+            Err(e) => {
+                STACK.store(ptr::null_mut(), Ordering::Release);
+                // SAFETY: registered just above.
+                unsafe {
+                    bindings::sci_proto_unregister();
+                    bindings::sci_pernet_unregister();
+                }
+                return Err(e);
+            }
+        };
+        // SAFETY: only a plain field changes; the pinned tables do not move.
+        unsafe { Pin::get_unchecked_mut(this.as_mut()) }.dgram_proto = Some(dgram_proto);
         // SAFETY: `this` is pinned and outlives the registration (dropped after unregister).
         let ret = unsafe { bindings::sock_register(&this.family) };
         if ret != 0 {
             STACK.store(ptr::null_mut(), Ordering::Release);
+            // SAFETY: only a plain field changes; the pinned tables do not move.
+            drop(
+                unsafe { Pin::get_unchecked_mut(this.as_mut()) }
+                    .dgram_proto
+                    .take(),
+            );
             // SAFETY: registered just above.
             unsafe {
                 bindings::sci_proto_unregister();
@@ -747,8 +772,10 @@ impl Drop for Family {
         }
         // SAFETY: registered in `register`; `sock_unregister` waits for running creates.
         // No AF_SCI socket is left: each holds a module reference.
+        unsafe { bindings::sock_unregister(self.family.family) };
+        drop(self.dgram_proto.take());
+        // SAFETY: as above.
         unsafe {
-            bindings::sock_unregister(self.family.family);
             bindings::sci_proto_unregister();
             bindings::sci_pernet_unregister();
         }

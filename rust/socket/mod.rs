@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The socket layer, the top of the data path: the `AF_SCI` family and its `proto_ops`
-//! ([`adapter`]), the socket itself ([`sock`]: bind, listen, connect, accept, send,
-//! recv, poll, options), the native TCP socket every `AF_SCI` socket owns ([`native`]),
+//! ([`adapter`]), the stream socket itself ([`sock`]: bind, listen, connect, accept, send,
+//! recv, poll, options), the datagram socket ([`dgram`]), the native TCP (UDP) socket
+//! every `AF_SCI` socket owns ([`native`]) and the options replayed when that native
+//! socket is re-created for IPv6 ([`early_options`]),
 //! the hand-over of a fallen-back socket's file to it ([`handover`]), the wrapper of the
 //! socket's own `struct sock` ([`sk`]), the state below it that every socket reaches
 //! ([`stack`]), and the registry and counters that the netlink family reads
 //! ([`registry`], [`stats`]).
 
 pub(crate) mod adapter;
+pub(crate) mod dgram;
+pub(crate) mod early_options;
 pub(crate) mod handover;
 pub(crate) mod join;
 pub(crate) mod native;

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The native socket: the kernel TCP socket (`AF_INET` or `AF_INET6`) that every
-//! `AF_SCI` socket owns. It holds the port, talks to plain TCP peers and carries the bytes
-//! of a connection that is not (or no longer) on the SCI data path.
+//! `AF_SCI` stream socket owns, or the UDP socket of a datagram socket. It holds the port,
+//! talks to plain TCP (UDP) peers and carries the bytes of a connection that is not (or no
+//! longer) on the SCI data path.
 //!
 //! This is a thin wrapper: each method forwards to the native socket's own `proto_ops`,
 //! and the native socket's wake-up callbacks are forwarded to the owning `AF_SCI`
 //! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
 
 use crate::config::rules::{self, Ip};
+use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
 use crate::sys::net::{File, Msg, OptVal};
@@ -55,6 +57,24 @@ impl SockAddr {
         // SAFETY: the socket layer copied `len` (>= 2) bytes of address into kernel memory
         // at `ptr`; `sa_family` is the first field, read unaligned to be safe.
         Some(unsafe { ptr::read_unaligned(ptr::addr_of!((*self.ptr).sa_family)) })
+    }
+
+    /// The destination of a message (`msg_name`, as the socket layer copied it in);
+    /// `None` when it has none.
+    pub(crate) fn of_msg(msg: Msg) -> Option<Self> {
+        // SAFETY: the socket layer passes a live message; `msg_name` is null or the
+        // kernel copy of the caller's address, `msg_namelen` bytes long.
+        let (ptr, len) = unsafe { ((*msg).msg_name, (*msg).msg_namelen) };
+        (!ptr.is_null() && len > 0).then(|| Self::new(ptr.cast(), len))
+    }
+
+    /// `AF_INET6` for an IPv6 address, which re-creates an uncommitted socket's native
+    /// socket in that family ([`EarlyOptions`](super::early_options::EarlyOptions)).
+    pub(crate) fn wanted_family(&self) -> Option<c_int> {
+        match self.family() {
+            Some(f) if u32::from(f) == bindings::AF_INET6 => Some(bindings::AF_INET6 as c_int),
+            _ => None,
+        }
     }
 
     /// The IP address and port of an `AF_INET`/`AF_INET6` address long enough for TCP's
@@ -126,6 +146,34 @@ impl NativeHooks {
     /// Forgets the copied error (one side consumed it).
     pub(crate) fn clear_mirrored_error(&self) {
         self.mirrored_error.store(0, Ordering::Release);
+    }
+
+    /// Keeps an error that both the native socket and its owner hold from being
+    /// reported twice: once `SO_ERROR` consumed the owner's copy, the native one is
+    /// dropped too. Called before an operation on the native socket.
+    pub(crate) fn sync_error(&self, own: &OwnSk, native: &Native) {
+        let mirrored = self.mirrored_error();
+        if mirrored != 0 && own.error() == 0 {
+            if native.peek_error() == mirrored {
+                native.take_error();
+            }
+            self.clear_mirrored_error();
+        }
+    }
+
+    /// After the native socket returned an error: if it was the mirrored one, it has been
+    /// consumed there, so the owner's copy goes too.
+    pub(crate) fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            let mirrored = self.mirrored_error();
+            if mirrored != 0 && e.to_errno() == -mirrored {
+                if own.error() == mirrored {
+                    own.take_error();
+                }
+                self.clear_mirrored_error();
+            }
+        }
+        r
     }
 
     /// The callbacks saved when forwarding was installed: what a connection accepted
@@ -255,6 +303,16 @@ pub(crate) struct Nagle {
     pub(crate) cork: bool,
 }
 
+/// The protocol of a native socket: an `AF_SCI` stream socket owns a TCP socket, a
+/// datagram socket a UDP one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NativeKind {
+    /// `SOCK_STREAM`, `IPPROTO_TCP`.
+    Tcp,
+    /// `SOCK_DGRAM`, `IPPROTO_UDP`.
+    Udp,
+}
+
 /// A handle to a live native socket.
 ///
 /// Invariant: the owning `AF_SCI` socket keeps the native socket alive (it releases it
@@ -276,6 +334,20 @@ impl Native {
     /// `AF_SCI` socket that held one (the problem `net/smc` fixes by taking it by hand).
     /// Created as the user's, it is also charged and checked as the user's TCP socket.
     pub(crate) fn create(net: *mut bindings::net, family: c_int, kern: bool) -> Result<Self> {
+        Self::create_of(net, family, NativeKind::Tcp, kern)
+    }
+
+    /// Creates a native socket of `kind` and `family` in `net` (see [`Native::create`]).
+    pub(crate) fn create_of(
+        net: *mut bindings::net,
+        family: c_int,
+        kind: NativeKind,
+        kern: bool,
+    ) -> Result<Self> {
+        let (ty, protocol) = match kind {
+            NativeKind::Tcp => (bindings::sock_type_SOCK_STREAM, bindings::IPPROTO_TCP),
+            NativeKind::Udp => (bindings::sock_type_SOCK_DGRAM, bindings::IPPROTO_UDP),
+        };
         let mut sock: *mut bindings::socket = ptr::null_mut();
         // SAFETY: `net` is the namespace of the AF_SCI socket being created or used, alive
         // for the call; on success `sock` is a new socket we own.
@@ -283,8 +355,8 @@ impl Native {
             bindings::__sock_create(
                 net,
                 family,
-                bindings::sock_type_SOCK_STREAM as c_int,
-                bindings::IPPROTO_TCP as c_int,
+                ty as c_int,
+                protocol as c_int,
                 &mut sock,
                 kern as c_int,
             )

@@ -23,15 +23,16 @@ use crate::conn::{Conn, Gathering, Phase, SpinSetting};
 use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::proto::frame::Frame;
+use crate::socket::early_options::EarlyOptions;
 use crate::socket::handover;
 use crate::socket::join::JoinPoint;
-use crate::socket::native::{Native, NativeHooks, SavedCallbacks, SockAddr};
+use crate::socket::native::{Native, NativeHooks, NativeKind, SavedCallbacks, SockAddr};
 use crate::socket::registry::SockInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{copy_optval, kernel_optval};
+use crate::sys::net::copy_optval;
 use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
@@ -43,11 +44,6 @@ use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::uaccess::UserSlice;
-
-/// Options longer than this are applied but not replayed on a family switch.
-const OPTION_VALUE_MAX: usize = 64;
-/// At most this many options are remembered for a family switch.
-const OPTION_RECORD_MAX: usize = 32;
 
 /// `FIONREAD`/`SIOCINQ` and `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
 const SIOCINQ: c_uint = 0x541b;
@@ -74,26 +70,13 @@ const _: () = {
     assert!(FallbackReason::COUNT as u32 == sci_fallback_reason___SCI_FALLBACK_MAX);
 };
 
-/// A `setsockopt` made before the native socket's family was settled.
-struct RecordedOption {
-    level: c_int,
-    name: c_int,
-    len: usize,
-    val: [u8; OPTION_VALUE_MAX],
-}
-
-/// What may change only before the socket is committed to a family.
-struct Config {
-    /// Bound, connecting, connected or listening: the native socket is final.
-    committed: bool,
-    options: KVec<RecordedOption>,
-}
-
 /// The state of one `AF_SCI` socket (lives inside its `struct sock`).
 #[pin_data]
 pub(crate) struct SciSock {
+    /// Until bound, connecting, connected or listening, the native socket may be
+    /// re-created as `AF_INET6`.
     #[pin]
-    config: Mutex<Config>,
+    config: Mutex<EarlyOptions>,
     /// The native socket in use; set at creation, replaced at most once (family switch).
     native: AtomicPtr<bindings::socket>,
     /// The native socket replaced by a family switch, kept alive until release because a
@@ -153,10 +136,7 @@ impl SciSock {
     /// sockets.
     pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
         pin_init!(Self {
-            config <- kernel::new_mutex!(
-                Config { committed: false, options: KVec::new() },
-                "SciSock::config"
-            ),
+            config <- kernel::new_mutex!(EarlyOptions::new(), "SciSock::config"),
             native: AtomicPtr::new(ptr::null_mut()),
             retired: AtomicPtr::new(ptr::null_mut()),
             hooks: NativeHooks::new(),
@@ -193,7 +173,7 @@ impl SciSock {
     /// Takes an accepted native socket; `listener` is the accepting socket. The peer came
     /// over TCP (an SCI peer would have come through the fabric's listener).
     pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
-        self.config.lock().committed = true;
+        self.config.lock().commit();
         self.install(own, native, Some(listener.hooks.saved()));
         own.stats().socket_created();
         self.fall_back(own, FallbackReason::PeerTcp);
@@ -276,38 +256,24 @@ impl SciSock {
     /// A socket switches at most once (`EINVAL` after that): the replaced native socket
     /// is kept until release, and one is enough for the one real case, `AF_INET` to
     /// `AF_INET6`.
-    fn switch_family(&self, own: &OwnSk, config: &mut Config, family: c_int) -> Result<Native> {
+    fn switch_family(
+        &self,
+        own: &OwnSk,
+        config: &mut EarlyOptions,
+        family: c_int,
+    ) -> Result<Native> {
         let old = self.native();
-        if config.committed || old.family() == family {
+        if config.committed() || old.family() == family {
             return Ok(old);
         }
         if !self.retired.load(Ordering::Acquire).is_null() {
             return Err(EINVAL);
         }
-        let new = Native::create(own.net(), family, self.kern)?;
-        for opt in config.options.iter_mut() {
-            let val = kernel_optval(&mut opt.val[..opt.len]);
-            let len = opt.len as c_uint;
-            // An option the new family refuses is dropped, as it would have been refused
-            // had the program's socket been of that family from the start.
-            let _ = if opt.level == bindings::SOL_SOCKET as c_int {
-                new.set_socket_option(opt.name, val, len)
-            } else {
-                new.set_option(opt.level, opt.name, val, len)
-            };
-        }
+        let new = config.recreate(own.net(), family, NativeKind::Tcp, self.kern)?;
         old.detach(&self.hooks);
         self.install(own, new, None);
         self.retired.store(old.as_ptr(), Ordering::Release);
         Ok(new)
-    }
-
-    /// The family an address asks for, if it asks for a switch.
-    fn wanted_family(addr: &SockAddr) -> Option<c_int> {
-        match addr.family() {
-            Some(f) if u32::from(f) == bindings::AF_INET6 => Some(bindings::AF_INET6 as c_int),
-            _ => None,
-        }
     }
 
     /// The native socket to use for `addr`: re-created as `AF_INET6` for the first IPv6
@@ -315,54 +281,31 @@ impl SciSock {
     fn native_for(
         &self,
         own: &OwnSk,
-        config: &mut Config,
+        config: &mut EarlyOptions,
         addr: Option<&SockAddr>,
     ) -> Result<Native> {
-        match addr.and_then(Self::wanted_family) {
+        match addr.and_then(SockAddr::wanted_family) {
             Some(family) => self.switch_family(own, config, family),
             None => Ok(self.native()),
         }
-    }
-
-    /// The native socket is final from now on; recorded options are no longer needed.
-    fn mark_committed(config: &mut Config) {
-        config.committed = true;
-        config.options = KVec::new();
     }
 
     /// Settles the family for `addr` and commits the socket to it.
     fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
         let mut config = self.config.lock();
         let native = self.native_for(own, &mut config, addr)?;
-        Self::mark_committed(&mut config);
+        config.commit();
         Ok(native)
     }
 
-    /// Keeps an error that both the native socket and ours hold from being reported
-    /// twice: once `SO_ERROR` consumed our copy, the native one is dropped too.
+    /// See [`NativeHooks::sync_error`].
     fn sync_error(&self, own: &OwnSk, native: &Native) {
-        let mirrored = self.hooks.mirrored_error();
-        if mirrored != 0 && own.error() == 0 {
-            if native.peek_error() == mirrored {
-                native.take_error();
-            }
-            self.hooks.clear_mirrored_error();
-        }
+        self.hooks.sync_error(own, native);
     }
 
-    /// After the native socket returned an error: if it was the mirrored one, it has been
-    /// consumed there, so our copy goes too.
+    /// See [`NativeHooks::consumed`].
     fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            let mirrored = self.hooks.mirrored_error();
-            if mirrored != 0 && e.to_errno() == -mirrored {
-                if own.error() == mirrored {
-                    own.take_error();
-                }
-                self.hooks.clear_mirrored_error();
-            }
-        }
-        r
+        self.hooks.consumed(own, r)
     }
 
     /// `bind(2)`.
@@ -371,7 +314,7 @@ impl SciSock {
         let mut config = self.config.lock();
         let native = self.native_for(own, &mut config, Some(&addr))?;
         native.bind(addr)?;
-        Self::mark_committed(&mut config);
+        config.commit();
         Ok(())
     }
 
@@ -480,7 +423,7 @@ impl SciSock {
         let native = Native::create(own.net(), listener.native().family(), self.kern)?;
         // As a TCP socket accepted there: the listener's TCP_NODELAY applies.
         native.inherit_nodelay(&listener.native());
-        self.config.lock().committed = true;
+        self.config.lock().commit();
         self.install(own, native, None);
         conn.set_owner(own.wake_token());
         own.set_state(bindings::TCP_ESTABLISHED);

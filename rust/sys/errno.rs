@@ -18,3 +18,16 @@ pub(crate) fn count_result(ret: c_int) -> Result<c_int> {
         Ok(ret)
     }
 }
+
+/// What an op that returns 0 or a negative errno hands back to C (`proto_ops`).
+pub(crate) fn errno_of(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// What an op that returns a count or a negative errno hands back to C (`proto_ops`).
+pub(crate) fn count_of(r: Result<c_int>) -> c_int {
+    r.unwrap_or_else(|e| e.to_errno())
+}

@@ -8,6 +8,7 @@
 use crate::sys::bindings;
 use core::ffi::c_int;
 use kernel::error::{to_result, Result};
+use kernel::uaccess::UserSlice;
 
 /// Whether the IPv4 address `a` is one of this host's interfaces in namespace `net`
 /// (`inet_addr_type() == RTN_LOCAL`).
@@ -86,6 +87,23 @@ pub(crate) const EPOLLRDHUP: u32 = 0x2000;
 pub(crate) fn kernel_optval(buf: &mut [u8]) -> OptVal {
     // SAFETY: builds a tagged pointer; the buffer outlives the call it is passed to.
     unsafe { bindings::sci_kernel_sockptr(buf.as_mut_ptr().cast()) }
+}
+
+/// Writes an option's `value` to a `getsockopt(2)` caller's buffer `val` and its length to
+/// `len` (user pointers): `EINVAL` when the caller's buffer is shorter (as `SOL_SCI`
+/// options are fixed-size).
+pub(crate) fn put_option(value: &[u8], val: *mut core::ffi::c_char, len: *mut c_int) -> Result {
+    let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
+    let user_len = len_reader.read::<c_int>()?;
+    if user_len < 0 || (user_len as usize) < value.len() {
+        return Err(kernel::error::code::EINVAL);
+    }
+    UserSlice::new(val as usize, value.len())
+        .writer()
+        .write_slice(value)?;
+    UserSlice::new(len as usize, core::mem::size_of::<c_int>())
+        .writer()
+        .write(&(value.len() as c_int))
 }
 
 /// Copies `dst.len()` bytes of an option value (user or kernel memory).

@@ -291,6 +291,45 @@ int ut_socket(int af)
 	return ut_socket_flags(af, 0);
 }
 
+/*
+ * A datagram socket under test: UDP with --family inet (rewritten by the preload when
+ * it runs with SCI_DGRAM=1), an AF_SCI datagram socket with --family sci. Its type and
+ * protocol are UDP's; when AF_SCI is expected, SCI_INFO works and says its datagrams go
+ * over its native UDP socket (mode native: implicit SCI connections are not built yet).
+ */
+int ut_dgram_flags(int af, int flags)
+{
+	int dom = g_family == FAM_SCI ? g_sci_family : af;
+	int fd = socket(dom, SOCK_DGRAM | flags, 0);
+	struct sci_info info;
+	socklen_t len = sizeof(info);
+
+	if (fd < 0)
+		FAIL("socket(%d, SOCK_DGRAM, 0) for %s: %s", dom, afname(af), ename(errno));
+	if (g_family == FAM_SCI && af == AF_INET6)
+		setint(fd, SOL_SCI, SCI_NATIVE_FAMILY, AF_INET6);
+	CHECK(getint(fd, SOL_SOCKET, SO_TYPE) == SOCK_DGRAM, "SO_TYPE is not SOCK_DGRAM");
+	CHECK(getint(fd, SOL_SOCKET, SO_PROTOCOL) == IPPROTO_UDP, "SO_PROTOCOL is not UDP");
+	if (!g_expect_sci) {
+		CHECK(getint(fd, SOL_SOCKET, SO_DOMAIN) == af, "SO_DOMAIN is not %s", afname(af));
+		return fd;
+	}
+	CHECK(getint(fd, SOL_SOCKET, SO_DOMAIN) == g_sci_family,
+	      "datagram socket under test has SO_DOMAIN %d, expected AF_SCI (%d)",
+	      getint(fd, SOL_SOCKET, SO_DOMAIN), g_sci_family);
+	if (getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len) < 0)
+		FAIL("getsockopt(SOL_SCI, SCI_INFO) of a datagram socket: %s", ename(errno));
+	CHECK(info.mode == SCI_MODE_NATIVE && info.native_family == (unsigned)af &&
+	      info.state == TCP_CLOSE, "SCI_INFO mode %u family %u state %u", info.mode,
+	      info.native_family, info.state);
+	return fd;
+}
+
+int ut_dgram(int af)
+{
+	return ut_dgram_flags(af, 0);
+}
+
 /* Plain TCP sockets that an LD_PRELOAD shim cannot rewrite. */
 int tcp_socket(int af)
 {

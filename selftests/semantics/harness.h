@@ -139,6 +139,9 @@ void check_sock_at(int line, int fd, int af, int state, int native_af);
 /* The one place where sockets under test are created. */
 int ut_socket_flags(int af, int flags);
 int ut_socket(int af);
+/* Datagram sockets under test (UDP, or AF_SCI SOCK_DGRAM), checked as ut_socket's. */
+int ut_dgram_flags(int af, int flags);
+int ut_dgram(int af);
 /* Plain TCP sockets that an LD_PRELOAD shim cannot rewrite. */
 int tcp_socket(int af);
 void bind_lo(int fd, int af, uint16_t port);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * sock_semantics: stream-socket semantics suite for AF_SCI.
+ * sock_semantics: socket semantics suite for AF_SCI (stream and datagram sockets).
  *
  * Every assertion states what Linux TCP does; run with --family inet on a plain
  * kernel to see them all pass against TCP itself.  With --family sci the sockets
@@ -86,12 +86,47 @@ static const struct test tests[] = {
 	{ "sendto_connected", t_sendto_connected, 0, false },
 	{ "recv_oob_no_urgent", t_recv_oob_no_urgent, 0, false },
 	{ "shutdown_bad", t_shutdown_bad, 0, false },
-	{ "sci_dgram_unsupported", t_sci_dgram, 0, true },
-	{ "sci_udp_proto_unsupported", t_sci_udp_proto, 0, true },
+	{ "sci_types", t_sci_types, 0, true },
+	{ "sci_protocols", t_sci_protocols, 0, true },
 	{ "sci_info_short_optlen", t_sci_info_short, 0, true },
 	{ "sci_info_set_enoprotoopt", t_sci_info_set, 0, true },
 	{ "sci_fallback_handover", t_sci_fallback_handover, 0, true },
 	{ "splice_socket_pipe", t_splice, 0, false },
+	{ "dgram_echo_v4", t_dgram_echo_v4, 0, false },
+	{ "dgram_echo_v6", t_dgram_echo_v6, 0, false },
+	{ "dgram_boundaries", t_dgram_boundaries, 0, false },
+	{ "dgram_trunc", t_dgram_trunc, 0, false },
+	{ "dgram_peek", t_dgram_peek, 0, false },
+	{ "dgram_dontwait", t_dgram_dontwait, 0, false },
+	{ "dgram_rcvtimeo", t_dgram_rcvtimeo, 0, false },
+	{ "dgram_connected", t_dgram_connected, 0, false },
+	{ "dgram_disconnect", t_dgram_disconnect, 0, false },
+	{ "dgram_unconnected_send", t_dgram_unconnected_send, 0, false },
+	{ "dgram_refused", t_dgram_refused, 0, false },
+	{ "dgram_zero_len", t_dgram_zero_len, 0, false },
+	{ "dgram_largest_v4", t_dgram_largest_v4, 0, false },
+	{ "dgram_largest_v6", t_dgram_largest_v6, 0, false },
+	{ "dgram_mmsg", t_dgram_mmsg, 0, false },
+	{ "dgram_fionread", t_dgram_fionread, 0, false },
+	{ "dgram_pktinfo_v4", t_dgram_pktinfo_v4, 0, false },
+	{ "dgram_pktinfo_v6", t_dgram_pktinfo_v6, 0, false },
+	{ "dgram_timestamp", t_dgram_timestamp, 0, false },
+	{ "dgram_rcvbuf_drops", t_dgram_rcvbuf_drops, 0, false },
+	{ "dgram_poll", t_dgram_poll, 0, false },
+	{ "dgram_epoll_level", t_dgram_epoll_level, 0, false },
+	{ "dgram_epoll_edge", t_dgram_epoll_edge, 0, false },
+	{ "dgram_names", t_dgram_names, 0, false },
+	{ "dgram_bind_inuse", t_dgram_bind_inuse, 0, false },
+	{ "dgram_v6_dualstack", t_dgram_v6_dualstack, 0, false },
+	{ "dgram_no_listen_accept", t_dgram_no_listen_accept, 0, false },
+	{ "dgram_shutdown", t_dgram_shutdown, 0, false },
+	{ "dgram_sockopts", t_dgram_sockopts, 0, false },
+	{ "dgram_broadcast_eacces", t_dgram_broadcast_eacces, 0, false },
+	{ "dgram_bad_input", t_dgram_bad_input, 0, false },
+	{ "dgram_fork", t_dgram_fork, 0, false },
+	{ "dgram_plain_peer", t_dgram_plain_peer, 0, false },
+	{ "dgram_many", t_dgram_many, 0, false },
+	{ "dgram_peek_off", t_dgram_peek_off, 0, false },
 	/* TABLE-END */
 };
 

@@ -5,17 +5,28 @@
 #include "harness.h"
 #include "tests.h"
 
-void t_sci_dgram(void)
+void t_sci_types(void)
 {
-	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_DGRAM, 0), ESOCKTNOSUPPORT);
+	int fd;
+
 	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_SEQPACKET, 0), ESOCKTNOSUPPORT);
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_RAW, 0), ESOCKTNOSUPPORT);
+	fd = (int)syscall(SYS_socket, g_sci_family, SOCK_DGRAM, IPPROTO_UDP);
+	CHECK(fd >= 0, "socket(F, SOCK_DGRAM, IPPROTO_UDP): %s", ename(errno));
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_TYPE), SOCK_DGRAM);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_PROTOCOL), IPPROTO_UDP);
+	/* SOL_SCI options of a stream socket that mean nothing for datagrams. */
+	EXPECT_ERR(setsockopt(fd, SOL_SCI, SCI_SPIN_US, &fd, sizeof(fd)), ENOPROTOOPT);
+	close(fd);
 }
 
-void t_sci_udp_proto(void)
+void t_sci_protocols(void)
 {
 	int fd;
 
 	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_STREAM, IPPROTO_UDP), EPROTONOSUPPORT);
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_DGRAM, IPPROTO_TCP), EPROTONOSUPPORT);
+	EXPECT_ERR(syscall(SYS_socket, g_sci_family, SOCK_DGRAM, IPPROTO_UDPLITE), EPROTONOSUPPORT);
 	fd = (int)syscall(SYS_socket, g_sci_family, SOCK_STREAM, IPPROTO_TCP);
 	CHECK(fd >= 0, "socket(F, SOCK_STREAM, IPPROTO_TCP): %s", ename(errno));
 	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);

@@ -87,9 +87,46 @@ void t_sendto_connected(void);
 void t_recv_oob_no_urgent(void);
 void t_shutdown_bad(void);
 
+/* dgram.c */
+void t_dgram_echo_v4(void);
+void t_dgram_echo_v6(void);
+void t_dgram_boundaries(void);
+void t_dgram_trunc(void);
+void t_dgram_peek(void);
+void t_dgram_dontwait(void);
+void t_dgram_rcvtimeo(void);
+void t_dgram_connected(void);
+void t_dgram_disconnect(void);
+void t_dgram_unconnected_send(void);
+void t_dgram_refused(void);
+void t_dgram_zero_len(void);
+void t_dgram_largest_v4(void);
+void t_dgram_largest_v6(void);
+void t_dgram_mmsg(void);
+void t_dgram_fionread(void);
+void t_dgram_pktinfo_v4(void);
+void t_dgram_pktinfo_v6(void);
+void t_dgram_timestamp(void);
+void t_dgram_rcvbuf_drops(void);
+void t_dgram_poll(void);
+void t_dgram_epoll_level(void);
+void t_dgram_epoll_edge(void);
+void t_dgram_names(void);
+void t_dgram_bind_inuse(void);
+void t_dgram_v6_dualstack(void);
+void t_dgram_no_listen_accept(void);
+void t_dgram_shutdown(void);
+void t_dgram_sockopts(void);
+void t_dgram_broadcast_eacces(void);
+void t_dgram_bad_input(void);
+void t_dgram_fork(void);
+void t_dgram_plain_peer(void);
+void t_dgram_many(void);
+void t_dgram_peek_off(void);
+
 /* sci_only.c */
-void t_sci_dgram(void);
-void t_sci_udp_proto(void);
+void t_sci_types(void);
+void t_sci_protocols(void);
 void t_sci_info_short(void);
 void t_sci_info_set(void);
 void t_sci_fallback_handover(void);

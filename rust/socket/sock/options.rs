@@ -7,6 +7,7 @@
 //! `SCI_SPIN_US`).
 
 use super::*;
+use crate::sys::net::put_option;
 
 impl SciSock {
     /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
@@ -34,9 +35,7 @@ impl SciSock {
         } else {
             native.set_option(level, optname, val, len)?;
         }
-        if !config.committed {
-            Self::record(&mut config, level, optname, val, len)?;
-        }
+        config.record(level, optname, val, len)?;
         drop(config);
         if level == bindings::SOL_TCP as c_int {
             self.push_if_ungathered(&native, optname);
@@ -95,33 +94,10 @@ impl SciSock {
             return Err(errno(bindings::EAFNOSUPPORT));
         }
         let mut config = self.config.lock();
-        if config.committed && self.native().family() != family {
+        if config.committed() && self.native().family() != family {
             return Err(errno(bindings::EISCONN));
         }
         self.switch_family(own, &mut config, family).map(|_| ())
-    }
-
-    fn record(config: &mut Config, level: c_int, name: c_int, val: OptVal, len: c_uint) -> Result {
-        let len = len as usize;
-        if len > OPTION_VALUE_MAX || config.options.len() >= OPTION_RECORD_MAX {
-            return Ok(());
-        }
-        let mut opt = RecordedOption {
-            level,
-            name,
-            len,
-            val: [0; OPTION_VALUE_MAX],
-        };
-        copy_optval(&mut opt.val[..len], val)?;
-        match config
-            .options
-            .iter_mut()
-            .find(|o| o.level == level && o.name == name)
-        {
-            Some(old) => *old = opt,
-            None => config.options.push(opt, GFP_KERNEL)?,
-        }
-        Ok(())
     }
 
     /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
@@ -178,17 +154,7 @@ impl SciSock {
             }
             _ => return Err(errno(bindings::ENOPROTOOPT)),
         };
-        let mut len_reader = UserSlice::new(len as usize, core::mem::size_of::<c_int>()).reader();
-        let user_len = len_reader.read::<c_int>()?;
-        if user_len < 0 || (user_len as usize) < value.len() {
-            return Err(EINVAL);
-        }
-        UserSlice::new(val as usize, value.len())
-            .writer()
-            .write_slice(value)?;
-        UserSlice::new(len as usize, core::mem::size_of::<c_int>())
-            .writer()
-            .write(&(value.len() as c_int))
+        put_option(value, val, len)
     }
 
     /// `struct sci_info` as bytes (four native-endian `__u32`).

@@ -124,6 +124,28 @@ struct sock *sci_sk_alloc(struct net *net, int family, int kern)
 	return sk_alloc(net, family, GFP_KERNEL, &sci_proto, kern);
 }
 
+/* Datagram sockets are other objects (rust/socket/dgram/), from a cache of their own. */
+static struct proto sci_dgram_proto = {
+	.name		= "AF_SCI-DGRAM",
+	.owner		= THIS_MODULE,
+};
+
+int sci_dgram_proto_register(unsigned int obj_size)
+{
+	sci_dgram_proto.obj_size = obj_size;
+	return proto_register(&sci_dgram_proto, 1);
+}
+
+void sci_dgram_proto_unregister(void)
+{
+	proto_unregister(&sci_dgram_proto);
+}
+
+struct sock *sci_dgram_sk_alloc(struct net *net, int family, int kern)
+{
+	return sk_alloc(net, family, GFP_KERNEL, &sci_dgram_proto, kern);
+}
+
 void sci_lock_sock(struct sock *sk) { lock_sock(sk); }
 void sci_module_get(struct module *module) { __module_get(module); }
 void sci_sock_hold(struct sock *sk) { sock_hold(sk); }

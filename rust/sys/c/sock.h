@@ -18,6 +18,9 @@
 int sci_proto_register(unsigned int obj_size);
 void sci_proto_unregister(void);
 struct sock *sci_sk_alloc(struct net *net, int family, int kern);
+int sci_dgram_proto_register(unsigned int obj_size);
+void sci_dgram_proto_unregister(void);
+struct sock *sci_dgram_sk_alloc(struct net *net, int family, int kern);
 
 /* A network namespace's cookie, and whether it is the initial namespace. */
 u64 sci_net_cookie(const struct net *net);

@@ -10,6 +10,9 @@
 //!
 //! Environment (read once, when the library is loaded):
 //! - `SCI_DISABLE=1`: never rewrite.
+//! - `SCI_DGRAM=1`: UDP sockets (`SOCK_DGRAM`, protocol 0 or `IPPROTO_UDP`) become
+//!   `AF_SCI` datagram sockets too. Off by default while those carry every datagram
+//!   over their native UDP socket (`Documentation/af_sci.rst`, "Datagram sockets").
 //! - `SCI_DEBUG=1`: one stderr line per rewritten socket, and one per process
 //!   when sockets stay as they are (module not loaded, disabled, …).
 //! - `SCI_FAMILY_FILE=PATH`: testing aid, read the family number from PATH
@@ -203,6 +206,7 @@ fn init() -> Config {
 
     let disabled = getenv_flag(c"SCI_DISABLE");
     let debug = getenv_flag(c"SCI_DEBUG");
+    let dgram = getenv_flag(c"SCI_DGRAM");
     let family = if disabled {
         FamilyStatus::Missing
     } else {
@@ -218,6 +222,7 @@ fn init() -> Config {
         disabled,
         family,
         program,
+        dgram,
     };
     STATE.store(cfg.encode(), Ordering::Release);
     set_errno(saved);
@@ -333,8 +338,9 @@ pub unsafe fn socket_with(
     }
 
     let err = errno();
-    // EAFNOSUPPORT: no AF_SCI; ENOPROTOOPT: a module without SCI_NATIVE_FAMILY.
-    if err != libc::EAFNOSUPPORT && err != libc::ENOPROTOOPT {
+    // EAFNOSUPPORT: no AF_SCI; ENOPROTOOPT: a module without SCI_NATIVE_FAMILY;
+    // ESOCKTNOSUPPORT: a module without datagram sockets.
+    if err != libc::EAFNOSUPPORT && err != libc::ENOPROTOOPT && err != libc::ESOCKTNOSUPPORT {
         if cfg.debug {
             let mut line = LineBuf::new();
             policy::failed_line(&mut line, domain, family, err);
@@ -461,6 +467,7 @@ mod tests {
             disabled: false,
             family: FamilyStatus::Loaded(n),
             program: ProgramState::Sci,
+            dgram: false,
         }
     }
 
@@ -572,6 +579,47 @@ mod tests {
     }
 
     #[test]
+    fn udp_socket_becomes_a_datagram_socket_with_sci_dgram() {
+        calls();
+        let cfg = Config {
+            dgram: true,
+            ..loaded(42)
+        };
+        let ty = libc::SOCK_DGRAM | libc::SOCK_NONBLOCK;
+        // SAFETY: fake_socket has socket(2)'s contract.
+        let fd = unsafe { socket_with(cfg, fake_socket, settle_ok, libc::AF_INET6, ty, 0) };
+        assert_eq!(fd, 40 + 42);
+        assert_eq!(calls(), vec![(42, ty, 0)]);
+        // Raw and UDP-Lite sockets stay as they are.
+        // SAFETY: as above.
+        unsafe {
+            socket_with(
+                cfg,
+                fake_socket,
+                settle_ok,
+                libc::AF_INET,
+                libc::SOCK_DGRAM,
+                136,
+            );
+            socket_with(
+                cfg,
+                fake_socket,
+                settle_ok,
+                libc::AF_INET,
+                libc::SOCK_RAW,
+                0,
+            );
+        }
+        assert_eq!(
+            calls(),
+            vec![
+                (libc::AF_INET, libc::SOCK_DGRAM, 136),
+                (libc::AF_INET, libc::SOCK_RAW, 0)
+            ]
+        );
+    }
+
+    #[test]
     fn disabled_or_unloaded_config_passes_tcp_through() {
         for cfg in [
             Config {
@@ -579,18 +627,21 @@ mod tests {
                 disabled: true,
                 family: FamilyStatus::Loaded(42),
                 program: ProgramState::Sci,
+                dgram: false,
             },
             Config {
                 debug: false,
                 disabled: false,
                 family: FamilyStatus::Missing,
                 program: ProgramState::Sci,
+                dgram: false,
             },
             Config {
                 debug: false,
                 disabled: false,
                 family: FamilyStatus::Invalid,
                 program: ProgramState::Sci,
+                dgram: false,
             },
         ] {
             calls();

@@ -51,6 +51,8 @@ pub struct Config {
     pub family: FamilyStatus,
     /// What the rules say about this program.
     pub program: ProgramState,
+    /// `SCI_DGRAM` is set: UDP sockets become `AF_SCI` datagram sockets too.
+    pub dgram: bool,
 }
 
 const STATE_READY: u32 = 1 << 31;
@@ -64,6 +66,7 @@ const FAMILY_UNREADABLE: u32 = 2;
 const FAMILY_INVALID: u32 = 3;
 const STATE_PROGRAM_SHIFT: u32 = 12;
 const STATE_PROGRAM_MASK: u32 = 0b11 << STATE_PROGRAM_SHIFT;
+const STATE_DGRAM: u32 = 1 << 14;
 
 impl Config {
     /// Packs the configuration into one non-zero word, so that it can be
@@ -88,6 +91,9 @@ impl Config {
         }
         if self.disabled {
             word |= STATE_DISABLED;
+        }
+        if self.dgram {
+            word |= STATE_DGRAM;
         }
         word
     }
@@ -115,6 +121,7 @@ impl Config {
             disabled: word & STATE_DISABLED != 0,
             family,
             program,
+            dgram: word & STATE_DGRAM != 0,
         })
     }
 }
@@ -128,10 +135,19 @@ pub fn is_tcp_socket(domain: c_int, ty: c_int, protocol: c_int) -> bool {
     inet && stream && tcp
 }
 
+/// Is this `socket(domain, type, protocol)` call a UDP socket that an `AF_SCI` datagram
+/// socket can stand in for?
+pub fn is_udp_socket(domain: c_int, ty: c_int, protocol: c_int) -> bool {
+    let inet = domain == libc::AF_INET || domain == libc::AF_INET6;
+    let dgram = ty & !(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC) == libc::SOCK_DGRAM;
+    let udp = protocol == 0 || protocol == libc::IPPROTO_UDP;
+    inet && dgram && udp
+}
+
 /// Why a socket call is left as it is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Keep {
-    /// Not a TCP socket: nothing to do, nothing to say.
+    /// Not a TCP socket (nor, with `SCI_DGRAM`, a UDP one): nothing to do, nothing to say.
     NotTcp,
     /// `SCI_DISABLE` is set.
     Disabled,
@@ -180,7 +196,8 @@ pub fn target_family(
     ty: c_int,
     protocol: c_int,
 ) -> Result<c_int, Keep> {
-    if !is_tcp_socket(domain, ty, protocol) {
+    let udp = cfg.dgram && is_udp_socket(domain, ty, protocol);
+    if !is_tcp_socket(domain, ty, protocol) && !udp {
         return Err(Keep::NotTcp);
     }
     if cfg.disabled {
@@ -334,7 +351,46 @@ mod tests {
             disabled: false,
             family,
             program: ProgramState::Sci,
+            dgram: false,
         }
+    }
+
+    // --- is_udp_socket -----------------------------------------------------
+
+    #[test]
+    fn inet_datagram_sockets_of_protocol_0_or_udp_are_udp() {
+        let dgram = libc::SOCK_DGRAM;
+        assert!(is_udp_socket(libc::AF_INET, dgram, 0));
+        assert!(is_udp_socket(
+            libc::AF_INET6,
+            dgram | libc::SOCK_CLOEXEC,
+            libc::IPPROTO_UDP
+        ));
+        assert!(!is_udp_socket(libc::AF_INET, dgram, libc::IPPROTO_UDPLITE));
+        assert!(!is_udp_socket(libc::AF_UNIX, dgram, 0));
+        assert!(!is_udp_socket(libc::AF_INET, TCP, 0));
+    }
+
+    #[test]
+    fn udp_sockets_are_rewritten_only_with_sci_dgram() {
+        let c = cfg(FamilyStatus::Loaded(27));
+        assert_eq!(
+            target_family(&c, libc::AF_INET, libc::SOCK_DGRAM, 0),
+            Err(Keep::NotTcp)
+        );
+        let c = Config { dgram: true, ..c };
+        assert_eq!(
+            target_family(&c, libc::AF_INET, libc::SOCK_DGRAM, 0),
+            Ok(27)
+        );
+        let c = Config {
+            program: ProgramState::Tcp,
+            ..c
+        };
+        assert_eq!(
+            target_family(&c, libc::AF_INET6, libc::SOCK_DGRAM, 0),
+            Err(Keep::Rule)
+        );
     }
 
     // --- is_tcp_socket -----------------------------------------------------
@@ -449,6 +505,7 @@ mod tests {
             disabled: true,
             family: FamilyStatus::Loaded(27),
             program: ProgramState::Sci,
+            dgram: true,
         };
         assert_eq!(
             target_family(&c, libc::AF_INET, TCP, 0),
@@ -589,15 +646,18 @@ mod tests {
                         ProgramState::Tcp,
                         ProgramState::BadRules,
                     ] {
-                        let c = Config {
-                            debug,
-                            disabled,
-                            family,
-                            program,
-                        };
-                        let word = c.encode();
-                        assert_ne!(word, 0, "{c:?}");
-                        assert_eq!(Config::decode(word), Some(c));
+                        for dgram in [false, true] {
+                            let c = Config {
+                                debug,
+                                disabled,
+                                family,
+                                program,
+                                dgram,
+                            };
+                            let word = c.encode();
+                            assert_ne!(word, 0, "{c:?}");
+                            assert_eq!(Config::decode(word), Some(c));
+                        }
                     }
                 }
             }

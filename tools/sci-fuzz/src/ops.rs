@@ -117,6 +117,8 @@ const SIOCGSKNS: u64 = 0x894C;
 pub enum Kind {
     Sci,
     Tcp,
+    /// An `AF_SCI` datagram socket.
+    Dgram,
     Epoll,
     PipeR,
     PipeW,
@@ -125,7 +127,7 @@ pub enum Kind {
 
 impl Kind {
     fn is_sock(self) -> bool {
-        matches!(self, Kind::Sci | Kind::Tcp)
+        matches!(self, Kind::Sci | Kind::Tcp | Kind::Dgram)
     }
 }
 
@@ -443,10 +445,10 @@ impl<'a> Fuzzer<'a> {
             .copied()
             .collect();
         if socks.is_empty() || (socks.len() < 4 && self.rng.chance(1, 4)) {
-            let kind = if self.rng.chance(1, 6) {
-                Kind::Tcp
-            } else {
-                Kind::Sci
+            let kind = match self.rng.below(12) {
+                0 | 1 => Kind::Tcp,
+                2 => Kind::Dgram,
+                _ => Kind::Sci,
             };
             let v6 = self.rng.chance(1, 3);
             return (self.new_socket(kind, v6), kind, v6);
@@ -462,18 +464,17 @@ impl<'a> Fuzzer<'a> {
             (Kind::Tcp, true) => libc::AF_INET6,
             _ => self.ctx.family,
         };
-        let mut ty = libc::SOCK_STREAM;
+        let (mut ty, protocol) = match kind {
+            Kind::Dgram => (libc::SOCK_DGRAM, libc::IPPROTO_UDP),
+            _ => (libc::SOCK_STREAM, libc::IPPROTO_TCP),
+        };
         if self.rng.chance(2, 5) {
             ty |= libc::SOCK_NONBLOCK;
         }
         if self.rng.chance(1, 2) {
             ty |= libc::SOCK_CLOEXEC;
         }
-        let proto = if self.rng.chance(1, 2) {
-            0
-        } else {
-            libc::IPPROTO_TCP
-        };
+        let proto = if self.rng.chance(1, 2) { 0 } else { protocol };
         match self.sys(
             Call::Socket,
             libc::SYS_socket,
@@ -482,7 +483,7 @@ impl<'a> Fuzzer<'a> {
             Ok(fd) => {
                 let fd = fd as i32;
                 self.add_fd(fd, kind, v6);
-                if kind == Kind::Sci && v6 && self.rng.chance(1, 2) {
+                if kind != Kind::Tcp && v6 && self.rng.chance(1, 2) {
                     let p = self.a.data_at(&mut self.rng, 4);
                     self.a.put_u32(p, libc::AF_INET6 as u32);
                     let _ = self.sys(
@@ -940,10 +941,10 @@ impl<'a> Fuzzer<'a> {
     fn op_socket(&mut self) {
         let r = self.rng.below(100);
         if r < 60 {
-            let kind = if self.rng.chance(1, 5) {
-                Kind::Tcp
-            } else {
-                Kind::Sci
+            let kind = match self.rng.below(10) {
+                0 | 1 => Kind::Tcp,
+                2 => Kind::Dgram,
+                _ => Kind::Sci,
             };
             let v6 = self.rng.chance(1, 3);
             self.new_socket(kind, v6);
@@ -978,18 +979,18 @@ impl<'a> Fuzzer<'a> {
             libc::SYS_socket,
             [i(self.ctx.family), ty, proto, 0, 0, 0],
         ) {
-            let stream = ty & 0xf == libc::SOCK_STREAM as u64;
-            if !stream {
-                // A socket of another type that the family took after all: bounded too
-                // (a datagram socket's read waits for a datagram that never comes).
-                let ms = self.rng.range(50, 150);
-                bound_timeouts(fd as i32, ms);
-            }
-            self.add_fd(
-                fd as i32,
-                if stream { Kind::Sci } else { Kind::Other },
-                false,
-            );
+            // A datagram socket (the family takes UDP's types) or one of another type
+            // the family took after all, with timeouts bounded as the others'.
+            let kind = match ty & 0xf {
+                t if t == libc::SOCK_STREAM as u64 => Kind::Sci,
+                t if t == libc::SOCK_DGRAM as u64 => Kind::Dgram,
+                _ => {
+                    let ms = self.rng.range(50, 150);
+                    bound_timeouts(fd as i32, ms);
+                    Kind::Other
+                }
+            };
+            self.add_fd(fd as i32, kind, false);
         }
     }
 
@@ -1973,7 +1974,7 @@ impl<'a> Fuzzer<'a> {
         let socks: Vec<i32> = self
             .fds
             .iter()
-            .filter(|f| f.kind == Kind::Sci)
+            .filter(|f| matches!(f.kind, Kind::Sci | Kind::Dgram))
             .map(|f| f.fd)
             .collect();
         let skip = self.rng.below(socks.len() as u64 + 1) as usize;

@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sock_semantics: datagram sockets. Every assertion states what Linux UDP does, so
+ * with --family inet these run against UDP itself; with --family sci the sockets
+ * under test are AF_SCI datagram sockets, and through the preload (SCI_DGRAM=1) the
+ * program's UDP sockets are. Peers that are not under test are plain UDP sockets made
+ * with the raw system call (udp_plain), which no preload can rewrite.
+ */
+#include "harness.h"
+#include "tests.h"
+#include <netinet/udp.h>
+
+/* A plain UDP socket, never rewritten. */
+static int udp_plain(int af)
+{
+	int fd = (int)syscall(SYS_socket, af, SOCK_DGRAM, 0);
+
+	if (fd < 0)
+		FAIL("SYS_socket(%d, SOCK_DGRAM): %s", af, ename(errno));
+	return fd;
+}
+
+/* Binds fd to the loopback address of af, port 0; returns the address it got. */
+static void bind_any_port(int fd, int af, struct sockaddr_storage *ss)
+{
+	socklen_t len = mkaddr(af, 0, ss);
+
+	if (bind(fd, (struct sockaddr *)ss, len) < 0)
+		FAIL("bind(%s port 0): %s", afname(af), ename(errno));
+	get_name(fd, false, ss, af);
+	CHECK(ss_port(ss) != 0, "bind to port 0 left port 0");
+}
+
+static socklen_t ss_len(const struct sockaddr_storage *ss)
+{
+	return ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+static void send_to(int fd, const void *buf, size_t len, const struct sockaddr_storage *to)
+{
+	ssize_t n = sendto(fd, buf, len, 0, (const struct sockaddr *)to, ss_len(to));
+
+	if (n < 0)
+		FAIL("sendto(%zu bytes to %s): %s", len, ss_str(to), ename(errno));
+	EXPECT_EQ(n, len);
+}
+
+/* Receives one datagram (waiting up to 10 s for it); returns its length. */
+static ssize_t recv_one(int fd, void *buf, size_t len, int flags, struct sockaddr_storage *from)
+{
+	socklen_t alen = sizeof(*from);
+	ssize_t n;
+
+	wait_for(fd, POLLIN);
+	if (from)
+		memset(from, 0, sizeof(*from));
+	n = recvfrom(fd, buf, len, flags, (struct sockaddr *)from, from ? &alen : NULL);
+	if (n < 0)
+		FAIL("recvfrom(%zu): %s", len, ename(errno));
+	return n;
+}
+
+/* Two sockets under test of af, each bound to its own loopback port. */
+static void dgram_pair(int af, int *a, struct sockaddr_storage *aa, int *b,
+		       struct sockaddr_storage *ba)
+{
+	*a = ut_dgram(af);
+	*b = ut_dgram(af);
+	bind_any_port(*a, af, aa);
+	bind_any_port(*b, af, ba);
+}
+
+static void echo(int af)
+{
+	struct sockaddr_storage aa, ba, from;
+	char out[512], in[600];
+	int a, b;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 17);
+	send_to(a, out, sizeof(out), &ba);
+	EXPECT_EQ(recv_one(b, in, sizeof(in), 0, &from), sizeof(out));
+	CHECK(!memcmp(in, out, sizeof(out)), "payload differs");
+	CHECK(from.ss_family == af && ss_port(&from) == ss_port(&aa),
+	      "source %s, expected %s", ss_str(&from), ss_str(&aa));
+	/* And back, to the address it came from. */
+	send_to(b, in, 100, &from);
+	EXPECT_EQ(recv_one(a, out, sizeof(out), 0, NULL), 100);
+	close(a);
+	close(b);
+}
+
+void t_dgram_echo_v4(void) { echo(AF_INET); }
+void t_dgram_echo_v6(void) { echo(AF_INET6); }
+
+void t_dgram_boundaries(void)
+{
+	static const size_t sizes[] = { 1, 100, 1000, 1472, 4000, 7 };
+	struct sockaddr_storage aa, ba;
+	char buf[8192];
+	int a, b;
+	size_t i;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		fill_pattern(buf, sizes[i], (unsigned)i);
+		send_to(a, buf, sizes[i], &ba);
+	}
+	/* One receive per datagram, each exactly its size, in order. */
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char want[8192];
+
+		fill_pattern(want, sizes[i], (unsigned)i);
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), sizes[i]);
+		CHECK(!memcmp(buf, want, sizes[i]), "datagram %zu differs", i);
+	}
+	EXPECT_ERR(recv(b, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(a);
+	close(b);
+}
+
+void t_dgram_trunc(void)
+{
+	struct sockaddr_storage aa, ba;
+	char out[300], in[300];
+	struct iovec iov = { in, 10 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 3);
+	send_to(a, out, 100, &ba);
+	send_to(a, out, 200, &ba);
+	wait_for(b, POLLIN);
+	/* A short buffer gets its size; the rest of the datagram is gone (MSG_TRUNC). */
+	EXPECT_EQ(SYS(recvmsg(b, &mh, 0)), 10);
+	CHECK(mh.msg_flags & MSG_TRUNC, "msg_flags %#x without MSG_TRUNC", mh.msg_flags);
+	CHECK(!memcmp(in, out, 10), "truncated payload differs");
+	/* With MSG_TRUNC the real length comes back. */
+	EXPECT_EQ(recv_one(b, in, 10, MSG_TRUNC, NULL), 200);
+	EXPECT_ERR(recv(b, in, sizeof(in), MSG_DONTWAIT), EAGAIN);
+	close(a);
+	close(b);
+}
+
+void t_dgram_peek(void)
+{
+	struct sockaddr_storage aa, ba, from;
+	char out[64], in[64];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 5);
+	send_to(a, out, 40, &ba);
+	send_to(a, out + 1, 30, &ba);
+	EXPECT_EQ(recv_one(b, in, sizeof(in), MSG_PEEK, &from), 40);
+	EXPECT_EQ(ss_port(&from), ss_port(&aa));
+	EXPECT_EQ(recv_one(b, in, sizeof(in), MSG_PEEK, NULL), 40);
+	EXPECT_EQ(recv_one(b, in, sizeof(in), 0, NULL), 40);
+	CHECK(!memcmp(in, out, 40), "payload differs");
+	EXPECT_EQ(recv_one(b, in, sizeof(in), 0, NULL), 30);
+	close(a);
+	close(b);
+}
+
+void t_dgram_dontwait(void)
+{
+	struct sockaddr_storage ss;
+	char buf[16];
+	int fd = ut_dgram(AF_INET), nb = ut_dgram_flags(AF_INET, SOCK_NONBLOCK);
+
+	bind_any_port(fd, AF_INET, &ss);
+	bind_any_port(nb, AF_INET, &ss);
+	EXPECT_ERR(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	EXPECT_ERR(recv(nb, buf, sizeof(buf), 0), EAGAIN);
+	EXPECT_ERR(recvfrom(nb, buf, sizeof(buf), 0, NULL, NULL), EAGAIN);
+	close(fd);
+	close(nb);
+}
+
+void t_dgram_rcvtimeo(void)
+{
+	struct timeval tv = { 0, 200000 };
+	struct sockaddr_storage ss;
+	char buf[16];
+	int fd = ut_dgram(AF_INET);
+	double t0;
+
+	bind_any_port(fd, AF_INET, &ss);
+	SYS(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	t0 = now();
+	EXPECT_ERR(recv(fd, buf, sizeof(buf), 0), EAGAIN);
+	CHECK(now() - t0 >= 0.19, "SO_RCVTIMEO of 200 ms returned after %.3f s", now() - t0);
+	close(fd);
+}
+
+void t_dgram_connected(void)
+{
+	struct sockaddr_storage aa, ba, ca;
+	char buf[64];
+	int a, b, c = udp_plain(AF_INET);
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	bind_any_port(c, AF_INET, &ca);
+	SYS(connect(a, (struct sockaddr *)&ba, ss_len(&ba)));
+	/* A connected socket takes datagrams from its peer only. */
+	send_to(c, "stranger", 8, &aa);
+	send_to(b, "peer", 4, &aa);
+	EXPECT_EQ(recv_one(a, buf, sizeof(buf), 0, NULL), 4);
+	CHECK(!memcmp(buf, "peer", 4), "got the stranger's datagram");
+	EXPECT_ERR(recv(a, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	/* send() without an address goes to the peer. */
+	EXPECT_EQ(SYS(send(a, "hello", 5, 0)), 5);
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 5);
+	/* And sendto() with another address still goes there (UDP allows it). */
+	EXPECT_EQ(SYS(sendto(a, "x", 1, 0, (struct sockaddr *)&ca, ss_len(&ca))), 1);
+	EXPECT_EQ(recv_one(c, buf, sizeof(buf), 0, NULL), 1);
+	close(a);
+	close(b);
+	close(c);
+}
+
+void t_dgram_disconnect(void)
+{
+	struct sockaddr_storage aa, ba, peer;
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+	socklen_t len = sizeof(peer);
+	int a, b;
+
+	a = ut_dgram(AF_INET);
+	b = ut_dgram(AF_INET);
+	/* A port chosen by the program (not by port 0) stays through a disconnect. */
+	bind_lo(a, AF_INET, fixed_port(0));
+	get_name(a, false, &aa, AF_INET);
+	bind_any_port(b, AF_INET, &ba);
+	SYS(connect(a, (struct sockaddr *)&ba, ss_len(&ba)));
+	get_name(a, true, &peer, AF_INET);
+	EXPECT_EQ(ss_port(&peer), ss_port(&ba));
+	SYS(connect(a, &unspec, sizeof(unspec)));
+	EXPECT_ERR(getpeername(a, (struct sockaddr *)&peer, &len), ENOTCONN);
+	EXPECT_ERR(send(a, "x", 1, 0), EDESTADDRREQ);
+	/* It keeps its port. */
+	get_name(a, false, &peer, AF_INET);
+	EXPECT_EQ(ss_port(&peer), ss_port(&aa));
+	close(a);
+	close(b);
+}
+
+void t_dgram_unconnected_send(void)
+{
+	int fd = ut_dgram(AF_INET);
+
+	EXPECT_ERR(send(fd, "x", 1, 0), EDESTADDRREQ);
+	EXPECT_ERR(write(fd, "x", 1), EDESTADDRREQ);
+	close(fd);
+}
+
+void t_dgram_refused(void)
+{
+	struct sockaddr_storage ss, me;
+	socklen_t len = sizeof(int);
+	char buf[8];
+	int err = 0;
+	int gone = udp_plain(AF_INET), fd = ut_dgram(AF_INET);
+
+	/* A port nothing is bound to any more. */
+	bind_any_port(gone, AF_INET, &ss);
+	close(gone);
+	bind_any_port(fd, AF_INET, &me);
+	SYS(connect(fd, (struct sockaddr *)&ss, ss_len(&ss)));
+	SYS(send(fd, "ping", 4, 0));
+	/* The port unreachable comes back as an error on the connected socket. */
+	wait_for(fd, POLLERR);
+	EXPECT_ERR(recv(fd, buf, sizeof(buf), 0), ECONNREFUSED);
+	/* Reported once: SO_ERROR is clear after the receive took it. */
+	SYS(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len));
+	EXPECT_EQ(err, 0);
+	/* Again, this time taken by SO_ERROR: the next receive does not see it. */
+	SYS(send(fd, "ping", 4, 0));
+	wait_for(fd, POLLERR);
+	SYS(getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len));
+	EXPECT_EQ(err, ECONNREFUSED);
+	EXPECT_ERR(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	EXPECT_EQ(poll1(fd, POLLIN, 0) & POLLERR, 0);
+	close(fd);
+}
+
+void t_dgram_zero_len(void)
+{
+	struct sockaddr_storage aa, ba;
+	char buf[8];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	send_to(a, "", 0, &ba);
+	/* An empty datagram is one: readable, and received as 0 bytes. */
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 0);
+	EXPECT_ERR(recv(b, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(a);
+	close(b);
+}
+
+static void largest(int af, size_t max)
+{
+	struct sockaddr_storage aa, ba;
+	char *out = malloc(max + 1), *in = malloc(max + 1);
+	int a, b;
+
+	CHECK(out && in, "malloc");
+	dgram_pair(af, &a, &aa, &b, &ba);
+	fill_pattern(out, max + 1, 9);
+	EXPECT_ERR(sendto(a, out, max + 1, 0, (struct sockaddr *)&ba, ss_len(&ba)), EMSGSIZE);
+	send_to(a, out, max, &ba);
+	EXPECT_EQ(recv_one(b, in, max + 1, 0, NULL), max);
+	CHECK(!memcmp(in, out, max), "largest datagram differs");
+	free(out);
+	free(in);
+	close(a);
+	close(b);
+}
+
+void t_dgram_largest_v4(void) { largest(AF_INET, 65507); }
+void t_dgram_largest_v6(void) { largest(AF_INET6, 65527); }
+
+void t_dgram_mmsg(void)
+{
+	enum { N = 8 };
+	struct sockaddr_storage aa, ba;
+	struct mmsghdr out[N], in[N];
+	struct iovec oiov[N], iiov[N];
+	char obuf[N][256], ibuf[N][256];
+	int a, b, i, got = 0;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	memset(out, 0, sizeof(out));
+	memset(in, 0, sizeof(in));
+	for (i = 0; i < N; i++) {
+		fill_pattern(obuf[i], sizeof(obuf[i]), (unsigned)i + 40);
+		oiov[i] = (struct iovec){ obuf[i], (size_t)(10 + 20 * i) };
+		out[i].msg_hdr.msg_iov = &oiov[i];
+		out[i].msg_hdr.msg_iovlen = 1;
+		out[i].msg_hdr.msg_name = &ba;
+		out[i].msg_hdr.msg_namelen = ss_len(&ba);
+		iiov[i] = (struct iovec){ ibuf[i], sizeof(ibuf[i]) };
+		in[i].msg_hdr.msg_iov = &iiov[i];
+		in[i].msg_hdr.msg_iovlen = 1;
+	}
+	EXPECT_EQ(SYS(sendmmsg(a, out, N, 0)), N);
+	while (got < N) {
+		int n;
+
+		wait_for(b, POLLIN);
+		n = (int)SYS(recvmmsg(b, in + got, N - got, MSG_DONTWAIT, NULL));
+		got += n;
+	}
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(in[i].msg_len, 10 + 20 * i);
+		CHECK(!memcmp(ibuf[i], obuf[i], in[i].msg_len), "message %d differs", i);
+	}
+	close(a);
+	close(b);
+}
+
+void t_dgram_fionread(void)
+{
+	struct sockaddr_storage aa, ba;
+	char buf[512];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	EXPECT_EQ(inq(b), 0);
+	send_to(a, buf, 100, &ba);
+	send_to(a, buf, 300, &ba);
+	wait_for(b, POLLIN);
+	/* UDP's FIONREAD is the size of the next datagram, not of the queue. */
+	EXPECT_EQ(inq(b), 100);
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 100);
+	EXPECT_EQ(inq(b), 300);
+	close(a);
+	close(b);
+}
+
+/* The first control message of level/type in mh, or NULL. */
+static struct cmsghdr *find_cmsg(struct msghdr *mh, int level, int type)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == level && c->cmsg_type == type)
+			return c;
+	return NULL;
+}
+
+/* Receives one datagram with room for control messages into cbuf. */
+static ssize_t recv_cmsg(int fd, struct msghdr *mh, char *cbuf, size_t clen)
+{
+	static char data[2048];
+	static struct iovec iov;
+	ssize_t n;
+
+	iov = (struct iovec){ data, sizeof(data) };
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_iov = &iov;
+	mh->msg_iovlen = 1;
+	mh->msg_control = cbuf;
+	mh->msg_controllen = clen;
+	wait_for(fd, POLLIN);
+	n = recvmsg(fd, mh, 0);
+	if (n < 0)
+		FAIL("recvmsg: %s", ename(errno));
+	return n;
+}
+
+void t_dgram_pktinfo_v4(void)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	struct in_pktinfo pi;
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	setint(b, IPPROTO_IP, IP_PKTINFO, 1);
+	send_to(a, "pkt", 3, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 3);
+	c = find_cmsg(&mh, IPPROTO_IP, IP_PKTINFO);
+	CHECK(c, "no IP_PKTINFO control message");
+	memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+	EXPECT_EQ(ntohl(pi.ipi_addr.s_addr), INADDR_LOOPBACK);
+	close(a);
+	close(b);
+}
+
+void t_dgram_pktinfo_v6(void)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	struct in6_pktinfo pi;
+	int a, b;
+
+	dgram_pair(AF_INET6, &a, &aa, &b, &ba);
+	setint(b, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	send_to(a, "pkt6", 4, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+	c = find_cmsg(&mh, IPPROTO_IPV6, IPV6_PKTINFO);
+	CHECK(c, "no IPV6_PKTINFO control message");
+	memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+	CHECK(IN6_IS_ADDR_LOOPBACK(&pi.ipi6_addr), "IPV6_PKTINFO address is not ::1");
+	close(a);
+	close(b);
+}
+
+void t_dgram_timestamp(void)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	struct timeval tv, t0;
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	setint(b, SOL_SOCKET, SO_TIMESTAMP, 1);
+	EXPECT_EQ(getint(b, SOL_SOCKET, SO_TIMESTAMP), 1);
+	gettimeofday(&t0, NULL);
+	send_to(a, "ts", 2, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 2);
+	c = find_cmsg(&mh, SOL_SOCKET, SCM_TIMESTAMP);
+	CHECK(c, "no SCM_TIMESTAMP control message");
+	memcpy(&tv, CMSG_DATA(c), sizeof(tv));
+	CHECK(tv.tv_sec >= t0.tv_sec - 1 && tv.tv_sec <= t0.tv_sec + 60,
+	      "timestamp %ld, sent at %ld", (long)tv.tv_sec, (long)t0.tv_sec);
+	close(a);
+	close(b);
+}
+
+void t_dgram_rcvbuf_drops(void)
+{
+	enum { N = 64, SIZE = 1000 };
+	struct sockaddr_storage aa, ba;
+	char cbuf[256], buf[SIZE];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	uint32_t drops = 0;
+	int a, b, i, got = 0;
+	ssize_t n;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	setint(b, SOL_SOCKET, SO_RCVBUF, 4096);
+	setint(b, SOL_SOCKET, SO_RXQ_OVFL, 1);
+	/* The sender never blocks; what does not fit is dropped at the receiver. */
+	memset(buf, 'd', sizeof(buf));
+	for (i = 0; i < N; i++)
+		send_to(a, buf, SIZE, &ba);
+	while ((n = recv(b, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
+		EXPECT_EQ(n, SIZE);
+		got++;
+	}
+	CHECK(errno == EAGAIN, "recv: %s", ename(errno));
+	CHECK(got > 0 && got < N, "received %d of %d datagrams through a 4 KiB buffer", got, N);
+	/*
+	 * SO_RXQ_OVFL reports the drops counted when a datagram was queued: the next one
+	 * says that every datagram not received was counted as dropped.
+	 */
+	send_to(a, "next", 4, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
+	CHECK(c, "no SO_RXQ_OVFL control message after %d drops", N - got);
+	memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+	EXPECT_EQ(drops, N - got);
+	close(a);
+	close(b);
+}
+
+void t_dgram_poll(void)
+{
+	struct sockaddr_storage aa, ba;
+	char buf[8];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	EXPECT_EQ(poll1(b, POLLIN | POLLOUT, 0), POLLOUT);
+	send_to(a, "x", 1, &ba);
+	wait_for(b, POLLIN);
+	EXPECT_EQ(poll1(b, POLLIN | POLLOUT, 0), POLLIN | POLLOUT);
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 1);
+	EXPECT_EQ(poll1(b, POLLIN, 0), 0);
+	close(a);
+	close(b);
+}
+
+static void epoll_case(bool edge)
+{
+	struct sockaddr_storage aa, ba;
+	struct epoll_event ev = { .events = EPOLLIN | (edge ? EPOLLET : 0) }, got[4];
+	char buf[8];
+	int a, b, ep = (int)SYS(epoll_create1(0)), i;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	ev.data.fd = b;
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, b, &ev));
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);
+	for (i = 0; i < 3; i++) {
+		send_to(a, "e", 1, &ba);
+		EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 10000)), 1);
+		CHECK(got[0].events & EPOLLIN, "events %#x", got[0].events);
+		/* Nothing read: level-triggered reports it again, edge-triggered not. */
+		EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), edge ? 0 : 1);
+	}
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 1);
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);
+	close(ep);
+	close(a);
+	close(b);
+}
+
+void t_dgram_epoll_level(void) { epoll_case(false); }
+void t_dgram_epoll_edge(void) { epoll_case(true); }
+
+void t_dgram_names(void)
+{
+	struct sockaddr_storage ss, ba;
+	socklen_t len = sizeof(ss);
+	int a = ut_dgram(AF_INET), b = ut_dgram(AF_INET);
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+	/* Unbound: the wildcard address and port 0. */
+	get_name(a, false, &ss, AF_INET);
+	EXPECT_EQ(sin->sin_addr.s_addr, htonl(INADDR_ANY));
+	EXPECT_EQ(ss_port(&ss), 0);
+	EXPECT_ERR(getpeername(a, (struct sockaddr *)&ss, &len), ENOTCONN);
+	/* A send binds it to a port. */
+	bind_any_port(b, AF_INET, &ba);
+	send_to(a, "n", 1, &ba);
+	get_name(a, false, &ss, AF_INET);
+	CHECK(ss_port(&ss) != 0, "no port after a send");
+	close(a);
+	close(b);
+}
+
+void t_dgram_bind_inuse(void)
+{
+	struct sockaddr_storage ss;
+	int a = ut_dgram(AF_INET), b = ut_dgram(AF_INET), c = ut_dgram(AF_INET),
+	    d = ut_dgram(AF_INET);
+
+	bind_any_port(a, AF_INET, &ss);
+	EXPECT_ERR(bind(b, (struct sockaddr *)&ss, ss_len(&ss)), EADDRINUSE);
+	/* SO_REUSEADDR on both lets UDP share a port. */
+	setint(c, SOL_SOCKET, SO_REUSEADDR, 1);
+	setint(d, SOL_SOCKET, SO_REUSEADDR, 1);
+	bind_any_port(c, AF_INET, &ss);
+	SYS(bind(d, (struct sockaddr *)&ss, ss_len(&ss)));
+	close(a);
+	close(b);
+	close(c);
+	close(d);
+}
+
+void t_dgram_v6_dualstack(void)
+{
+	struct sockaddr_storage ss, from, to;
+	char buf[8];
+	int six = ut_dgram(AF_INET6), four = ut_dgram(AF_INET);
+	struct sockaddr_in6 *any = (struct sockaddr_in6 *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	any->sin6_family = AF_INET6;
+	any->sin6_addr = in6addr_any;
+	setint(six, IPPROTO_IPV6, IPV6_V6ONLY, 0);
+	SYS(bind(six, (struct sockaddr *)&ss, sizeof(*any)));
+	mkaddr(AF_INET, local_port(six), &to);
+	send_to(four, "46", 2, &to);
+	EXPECT_EQ(recv_one(six, buf, sizeof(buf), 0, &from), 2);
+	CHECK(from.ss_family == AF_INET6 &&
+	      IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&from)->sin6_addr),
+	      "source %s is not v4-mapped", ss_str(&from));
+	close(six);
+	close(four);
+}
+
+void t_dgram_no_listen_accept(void)
+{
+	int fd = ut_dgram(AF_INET);
+
+	EXPECT_ERR(listen(fd, 5), EOPNOTSUPP);
+	EXPECT_ERR(accept(fd, NULL, NULL), EOPNOTSUPP);
+	close(fd);
+}
+
+void t_dgram_shutdown(void)
+{
+	struct sockaddr_storage aa, ba;
+	char buf[8];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	EXPECT_ERR(shutdown(a, SHUT_RDWR), ENOTCONN);
+	SYS(connect(a, (struct sockaddr *)&ba, ss_len(&ba)));
+	SYS(shutdown(a, SHUT_RD));
+	/* A blocking receive after SHUT_RD returns at once, with 0. */
+	EXPECT_EQ(SYS(recv(a, buf, sizeof(buf), 0)), 0);
+	EXPECT_ERR(shutdown(a, 7), EINVAL);
+	close(a);
+	close(b);
+}
+
+void t_dgram_sockopts(void)
+{
+	int fd = ut_dgram(AF_INET), six = ut_dgram(AF_INET6);
+
+	setint(fd, IPPROTO_IP, IP_TTL, 7);
+	EXPECT_EQ(getint(fd, IPPROTO_IP, IP_TTL), 7);
+	setint(six, IPPROTO_IPV6, IPV6_UNICAST_HOPS, 9);
+	EXPECT_EQ(getint(six, IPPROTO_IPV6, IPV6_UNICAST_HOPS), 9);
+	setint(fd, SOL_SOCKET, SO_RCVBUF, 10000);
+	/* The kernel doubles it, as for every socket. */
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_RCVBUF), 20000);
+	setint(fd, SOL_SOCKET, SO_BROADCAST, 1);
+	EXPECT_EQ(getint(fd, SOL_SOCKET, SO_BROADCAST), 1);
+	setint(fd, IPPROTO_UDP, UDP_CORK, 1);
+	EXPECT_EQ(getint(fd, IPPROTO_UDP, UDP_CORK), 1);
+	close(fd);
+	close(six);
+}
+
+void t_dgram_broadcast_eacces(void)
+{
+	struct sockaddr_in bc = { .sin_family = AF_INET, .sin_port = htons(9) };
+	int fd = ut_dgram(AF_INET);
+
+	/* The broadcast address of lo's 127.0.0.0/8 (the guests have no other interface). */
+	bc.sin_addr.s_addr = htonl(0x7fffffff);
+	EXPECT_ERR(sendto(fd, "b", 1, 0, (struct sockaddr *)&bc, sizeof(bc)), EACCES);
+	close(fd);
+}
+
+void t_dgram_bad_input(void)
+{
+	struct sockaddr_storage aa, ba;
+	void *bad = unmapped_page();
+	char buf[8];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	EXPECT_ERR(sendto(a, "x", 1, 0, (struct sockaddr *)&ba, 3), EINVAL);
+	EXPECT_ERR(sendto(a, bad, 16, 0, (struct sockaddr *)&ba, ss_len(&ba)), EFAULT);
+	EXPECT_ERR(sendto(a, "x", 1, 0, bad, ss_len(&ba)), EFAULT);
+	EXPECT_ERR(bind(a, (struct sockaddr *)&ba, 8), EINVAL);
+	send_to(a, "payload", 7, &ba);
+	wait_for(b, POLLIN);
+	EXPECT_ERR(recv(b, bad, 16, 0), EFAULT);
+	EXPECT_ERR(setsockopt(a, SOL_SOCKET, SO_RCVBUF, bad, sizeof(int)), EFAULT);
+	EXPECT_ERR(getsockopt(a, IPPROTO_IP, IP_TTL, buf, bad), EFAULT);
+	close(a);
+	close(b);
+}
+
+void t_dgram_fork(void)
+{
+	struct sockaddr_storage aa, ba;
+	char buf[16];
+	int a, b, st;
+	pid_t pid;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", ename(errno));
+	if (pid == 0) {
+		_exit(sendto(a, "child", 5, 0, (struct sockaddr *)&ba, ss_len(&ba)) == 5 ? 0 : 1);
+	}
+	SYS(waitpid(pid, &st, 0));
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's send failed");
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 5);
+	close(a);
+	close(b);
+}
+
+void t_dgram_plain_peer(void)
+{
+	struct sockaddr_storage ua, pa, from;
+	char buf[32];
+	int ut = ut_dgram(AF_INET), plain = udp_plain(AF_INET);
+
+	bind_any_port(ut, AF_INET, &ua);
+	bind_any_port(plain, AF_INET, &pa);
+	/* A socket under test and a plain UDP socket talk both ways. */
+	send_to(ut, "to plain", 8, &pa);
+	EXPECT_EQ(recv_one(plain, buf, sizeof(buf), 0, &from), 8);
+	EXPECT_EQ(ss_port(&from), ss_port(&ua));
+	send_to(plain, "to ut", 5, &ua);
+	EXPECT_EQ(recv_one(ut, buf, sizeof(buf), 0, &from), 5);
+	EXPECT_EQ(ss_port(&from), ss_port(&pa));
+	close(ut);
+	close(plain);
+}
+
+void t_dgram_many(void)
+{
+	enum { N = 100 };
+	struct sockaddr_storage sa, ca[N], from;
+	int srv = ut_dgram(AF_INET), c[N], i, k;
+	char buf[64];
+
+	bind_any_port(srv, AF_INET, &sa);
+	for (i = 0; i < N; i++) {
+		c[i] = ut_dgram(AF_INET);
+		bind_any_port(c[i], AF_INET, &ca[i]);
+		snprintf(buf, sizeof(buf), "client %d", i);
+		send_to(c[i], buf, strlen(buf), &sa);
+	}
+	/* The server answers each datagram to its source with its number doubled. */
+	for (k = 0; k < N; k++) {
+		ssize_t n = recv_one(srv, buf, sizeof(buf) - 1, 0, &from);
+
+		buf[n] = 0;
+		CHECK(sscanf(buf, "client %d", &i) == 1 && i >= 0 && i < N, "bad request %s", buf);
+		EXPECT_EQ(ss_port(&from), ss_port(&ca[i]));
+		snprintf(buf, sizeof(buf), "%d", 2 * i);
+		send_to(srv, buf, strlen(buf), &from);
+	}
+	for (i = 0; i < N; i++) {
+		ssize_t n = recv_one(c[i], buf, sizeof(buf) - 1, 0, NULL);
+
+		buf[n] = 0;
+		EXPECT_EQ(atoi(buf), 2 * i);
+		close(c[i]);
+	}
+	close(srv);
+}
+
+void t_dgram_peek_off(void)
+{
+	struct sockaddr_storage aa, ba;
+	char out[32], in[32];
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	setint(b, SOL_SOCKET, SO_PEEK_OFF, 0);
+	EXPECT_EQ(getint(b, SOL_SOCKET, SO_PEEK_OFF), 0);
+	fill_pattern(out, sizeof(out), 11);
+	send_to(a, out, 20, &ba);
+	/* With SO_PEEK_OFF, successive peeks walk through the datagram. */
+	EXPECT_EQ(recv_one(b, in, 8, MSG_PEEK, NULL), 8);
+	CHECK(!memcmp(in, out, 8), "first peek differs");
+	EXPECT_EQ(recv_one(b, in, 8, MSG_PEEK, NULL), 8);
+	CHECK(!memcmp(in, out + 8, 8), "second peek differs");
+	EXPECT_EQ(recv_one(b, in, sizeof(in), 0, NULL), 20);
+	close(a);
+	close(b);
+}
