@@ -4,34 +4,29 @@
 //!
 //! As `rust/kernel/net/phy.rs` adapts a C ops table to a Rust trait, this file turns the
 //! socket layer's raw calls into calls on the safe [`SciSock`] with typed arguments, and
-//! owns the only raw accesses to our own `struct sock`.
+//! owns the only raw accesses to our own `struct sock`: the calls a datagram socket has
+//! too are in `proto_ops.rs`, the stream socket's own (create, release, connect, accept, listen,
+//! `read_sock`, `splice_eof`) here.
 
 use crate::conn::Mover;
 use crate::control::PendingConnect;
 use crate::socket::dgram;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
+use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, SockObj};
 use crate::socket::registry::{Registry, SockInfo};
 use crate::socket::sk::{OwnSk, SkRef};
 use crate::socket::sock::{Accepted, SciSock};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::{count_of, errno_of};
-use crate::sys::net::{File, Msg, OptVal, PollTable};
 use crate::sys::read_actor::ReadActor;
-use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use core::ffi::{c_int, c_uint};
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::error::{to_result, Result};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
-
-/// Our `struct sock`: the kernel's, followed by the Rust state (`proto.obj_size`).
-#[repr(C)]
-struct SciSockObj {
-    sk: bindings::sock,
-    state: SciSock,
-}
 
 /// The family number in use, for `sk_alloc`.
 static FAMILY: AtomicI32 = AtomicI32::new(0);
@@ -78,7 +73,12 @@ impl HeldSk {
     fn parts(&self) -> (OwnSk, &SciSock) {
         // SAFETY: the counted reference keeps the sock (and its state, dropped only in
         // `destruct`) allocated while `self` is borrowed.
-        unsafe { (OwnSk::from_raw(self.0), state_of(self.0.as_ptr())) }
+        unsafe {
+            (
+                OwnSk::from_raw(self.0),
+                state_of::<SciSock>(self.0.as_ptr()),
+            )
+        }
     }
 }
 
@@ -147,25 +147,6 @@ impl Drop for HeldSk {
     }
 }
 
-/// # Safety
-///
-/// `sk` is a live `AF_SCI` sk (allocated by [`new_sk`]).
-unsafe fn state_of<'a>(sk: *mut bindings::sock) -> &'a SciSock {
-    // SAFETY: every AF_SCI sk is a `SciSockObj` whose state was initialised in `new_sk`.
-    unsafe { &(*sk.cast::<SciSockObj>()).state }
-}
-
-/// # Safety
-///
-/// `sock` is an `AF_SCI` socket whose `sk` is attached (every op but a late release).
-unsafe fn parts<'a>(sock: *mut bindings::socket) -> (OwnSk, &'a SciSock) {
-    // SAFETY: see the function's contract.
-    unsafe {
-        let sk = (*sock).sk;
-        (OwnSk::from_raw(NonNull::new_unchecked(sk)), state_of(sk))
-    }
-}
-
 /// Allocates our sk for `sock` and initialises its Rust state.
 ///
 /// # Safety
@@ -177,7 +158,7 @@ unsafe fn new_sk(
     kern: bool,
     stack: Arc<Stack>,
 ) -> Result<OwnSk> {
-    // SAFETY: `sk_alloc` gives a zeroed object of `proto.obj_size` = size of `SciSockObj`;
+    // SAFETY: `sk_alloc` gives a zeroed `SockObj<SciSock>` (`proto.obj_size`);
     // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
     // op can run, and dropped only in `destruct`.
     unsafe {
@@ -186,25 +167,15 @@ unsafe fn new_sk(
         bindings::sock_init_data(sock, sk.as_ptr());
         bindings::sci_sk_set_default_callbacks(sk.as_ptr());
         (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_TCP as u16;
-        (*sk.as_ptr()).sk_destruct = Some(destruct);
+        (*sk.as_ptr()).sk_destruct = Some(destruct::<SciSock>);
         (*sock).ops = OPS.load(Ordering::Relaxed);
         bindings::sci_set_custom_sockopt(sock);
-        let slot = ptr::addr_of_mut!((*sk.as_ptr().cast::<SciSockObj>()).state);
+        let slot = state_slot::<SciSock>(sk.as_ptr());
         match SciSock::new(kern, stack).__pinned_init(slot) {
             Ok(()) => Ok(OwnSk::from_raw(sk)),
             Err(never) => match never {},
         }
     }
-}
-
-/// `sk_destruct` of our sk: drops the Rust state.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn destruct(sk: *mut bindings::sock) {
-    // SAFETY: the last reference to our sk is gone; its state was initialised in `new_sk`.
-    unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*sk.cast::<SciSockObj>()).state)) }
 }
 
 /// Frees a socket's sk after a failed create or accept.
@@ -259,7 +230,7 @@ unsafe extern "C" fn create(
         Err(e) => return e.to_errno(),
     };
     // SAFETY: `own` was just initialised.
-    let state = unsafe { state_of(own.as_ptr()) };
+    let state = unsafe { state_of::<SciSock>(own.as_ptr()) };
     match state.init_native(&own) {
         Ok(()) => {
             state.set_registry_id(state.stack().sockets.insert(slot, SkRef::new(&own)));
@@ -287,11 +258,11 @@ unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
         }
         let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
         // First out of the registry: once removed, no dump looks at the socket.
-        state_of(sk)
+        state_of::<SciSock>(sk)
             .stack()
             .sockets
-            .remove(state_of(sk).registry_id());
-        state_of(sk).release(&own);
+            .remove(state_of::<SciSock>(sk).registry_id());
+        state_of::<SciSock>(sk).release(&own);
         bindings::sci_lock_sock(sk);
         bindings::sci_sock_orphan(sk);
         (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
@@ -300,21 +271,6 @@ unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
         bindings::sci_sock_put(sk);
     }
     0
-}
-
-/// `bind` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn bind(
-    sock: *mut bindings::socket,
-    addr: *mut bindings::sockaddr,
-    len: c_int,
-) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
-    errno_of(state.bind(&own, SockAddr::new(addr, len)))
 }
 
 /// `connect` of our `proto_ops`.
@@ -329,7 +285,7 @@ unsafe extern "C" fn connect(
     flags: c_int,
 ) -> c_int {
     // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
+    let (own, state) = unsafe { parts::<SciSock>(sock) };
     let hold = || -> Result<Arc<dyn PendingConnect>> {
         let held: Arc<dyn PendingConnect> = Arc::new(HeldSk::new(&own), GFP_KERNEL)?;
         Ok(held)
@@ -356,7 +312,7 @@ unsafe extern "C" fn accept(
     // SAFETY: an op on an attached listener; `newsock` is the caller's new socket and `arg`
     // its accept arguments.
     unsafe {
-        let (own, state) = parts(sock);
+        let (own, state) = parts::<SciSock>(sock);
         let accepted = match state.accept(&own, arg) {
             Ok(accepted) => accepted,
             Err(e) => return e.to_errno(),
@@ -371,7 +327,7 @@ unsafe extern "C" fn accept(
             }
         };
         (*newsock).state = bindings::socket_state_SS_CONNECTED;
-        let new_state = state_of(new_own.as_ptr());
+        let new_state = state_of::<SciSock>(new_own.as_ptr());
         match accepted {
             Accepted::Native(native) => new_state.adopt(&new_own, native, state),
             Accepted::Sci(conn) => {
@@ -402,74 +358,9 @@ pub(crate) fn for_each_socket(
         }
         // SAFETY: a registered sk is live and its state initialised: `release` removes it
         // from the registry, under the lock held here, before the sk can be freed.
-        let state = unsafe { state_of(own.as_ptr()) };
+        let state = unsafe { state_of::<SciSock>(own.as_ptr()) };
         f(id, &state.diag(&own))
     });
-}
-
-/// `getname` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn getname(
-    sock: *mut bindings::socket,
-    addr: *mut bindings::sockaddr,
-    peer: c_int,
-) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (_, state) = unsafe { parts(sock) };
-    match state.sci_name(peer != 0) {
-        Some(name) => {
-            let bytes = name.as_bytes();
-            // SAFETY: `addr` is the socket layer's `sockaddr_storage` buffer.
-            unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), bytes.len()) };
-            bytes.len() as c_int
-        }
-        None => count_of(state.native().getname(addr, peer)),
-    }
-}
-
-/// `poll` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn poll(file: File, sock: *mut bindings::socket, wait: PollTable) -> c_uint {
-    // SAFETY: an op on an attached socket; waiters wait on our own socket's queue, which
-    // the native socket's forwarded callbacks wake.
-    unsafe {
-        bindings::sci_sock_poll_wait(file, sock, wait);
-        let (own, state) = parts(sock);
-        state.poll(&own, file)
-    }
-}
-
-/// `ioctl` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn ioctl(sock: *mut bindings::socket, cmd: c_uint, arg: c_ulong) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (_, state) = unsafe { parts(sock) };
-    count_of(state.ioctl(cmd, arg))
-}
-
-/// `gettstamp` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn gettstamp(
-    sock: *mut bindings::socket,
-    stamp: *mut c_void,
-    timeval: bool,
-    time32: bool,
-) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (_, state) = unsafe { parts(sock) };
-    count_of(state.native().gettstamp(stamp, timeval, time32))
 }
 
 /// `listen` of our `proto_ops`.
@@ -479,80 +370,8 @@ unsafe extern "C" fn gettstamp(
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn listen(sock: *mut bindings::socket, backlog: c_int) -> c_int {
     // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
+    let (own, state) = unsafe { parts::<SciSock>(sock) };
     errno_of(state.listen(&own, backlog))
-}
-
-/// `shutdown` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn shutdown(sock: *mut bindings::socket, how: c_int) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
-    errno_of(state.shutdown(&own, how))
-}
-
-/// `setsockopt` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn setsockopt(
-    sock: *mut bindings::socket,
-    level: c_int,
-    optname: c_int,
-    val: OptVal,
-    len: c_uint,
-) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
-    errno_of(state.setsockopt(&own, level, optname, val, len))
-}
-
-/// `getsockopt` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn getsockopt(
-    sock: *mut bindings::socket,
-    level: c_int,
-    optname: c_int,
-    val: *mut c_char,
-    len: *mut c_int,
-) -> c_int {
-    // SAFETY: an op on an attached socket; `val`/`len` are user pointers.
-    let (_, state) = unsafe { parts(sock) };
-    errno_of(state.getsockopt(level, optname, val, len))
-}
-
-/// `sendmsg` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn sendmsg(sock: *mut bindings::socket, msg: Msg, len: usize) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
-    count_of(state.sendmsg(&own, msg, len))
-}
-
-/// `recvmsg` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn recvmsg(
-    sock: *mut bindings::socket,
-    msg: Msg,
-    len: usize,
-    flags: c_int,
-) -> c_int {
-    // SAFETY: an op on an attached socket.
-    let (own, state) = unsafe { parts(sock) };
-    count_of(state.recvmsg(&own, msg, len, flags))
 }
 
 /// `read_sock` of our `proto_ops`: a kernel reader's actor (`iscsi_tcp`), called with
@@ -571,24 +390,13 @@ unsafe extern "C" fn read_sock(
     // `actor` are the caller's, valid for this call, which the wrapper does not outlive.
     let (own, state, mut actor) = unsafe {
         let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
-        (own, state_of(sk), ReadActor::new(sk, desc, actor))
+        (
+            own,
+            state_of::<SciSock>(sk),
+            ReadActor::new(sk, desc, actor),
+        )
     };
     count_of(state.read_sock(&own, &mut actor))
-}
-
-/// `show_fdinfo` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings::socket) {
-    // SAFETY: an op on an attached socket; `m` is the fdinfo seq_file being written.
-    unsafe {
-        let (_, state) = parts(sock);
-        if let Ok(text) = state.fdinfo() {
-            bindings::__seq_puts(m, text.as_char_ptr().cast());
-        }
-    }
 }
 
 /// `splice_eof` of our `proto_ops`.
@@ -598,7 +406,7 @@ unsafe extern "C" fn show_fdinfo(m: *mut bindings::seq_file, sock: *mut bindings
 /// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
 unsafe extern "C" fn splice_eof(sock: *mut bindings::socket) {
     // SAFETY: an op on an attached socket.
-    let (_, state) = unsafe { parts(sock) };
+    let (_, state) = unsafe { parts::<SciSock>(sock) };
     state.native().splice_eof();
 }
 
@@ -652,24 +460,10 @@ impl Family {
         let mut this = KBox::pin(
             Self {
                 ops: bindings::proto_ops {
-                    family: number,
-                    owner,
                     release: Some(release),
-                    bind: Some(bind),
                     connect: Some(connect),
-                    socketpair: Some(bindings::sock_no_socketpair),
                     accept: Some(accept),
-                    getname: Some(getname),
-                    poll: Some(poll),
-                    ioctl: Some(ioctl),
-                    gettstamp: Some(gettstamp),
                     listen: Some(listen),
-                    shutdown: Some(shutdown),
-                    setsockopt: Some(setsockopt),
-                    getsockopt: Some(getsockopt),
-                    sendmsg: Some(sendmsg),
-                    recvmsg: Some(recvmsg),
-                    mmap: Some(bindings::sock_no_mmap),
                     // No splice_read: sock_splice_read then reads through the file
                     // (copy_splice_read, read_iter, our recvmsg), which serves the SCI
                     // path and the native socket alike. Forwarding to the native
@@ -679,9 +473,7 @@ impl Family {
                     splice_read: None,
                     splice_eof: Some(splice_eof),
                     read_sock: Some(read_sock),
-                    set_peek_off: Some(bindings::sk_set_peek_off),
-                    show_fdinfo: Some(show_fdinfo),
-                    ..Default::default()
+                    ..proto_ops::shared::<SciSock>(number, owner)
                 },
                 dgram_ops: dgram::adapter::ops(number, owner),
                 dgram_proto: None,
@@ -704,8 +496,9 @@ impl Family {
         to_result(unsafe { bindings::sci_pernet_register() })?;
         STACK.store(this.stack.cast_mut(), Ordering::Release);
         // SAFETY: registers our static proto (obj_size = our sk object).
-        let ret =
-            unsafe { bindings::sci_proto_register(core::mem::size_of::<SciSockObj>() as c_uint) };
+        let ret = unsafe {
+            bindings::sci_proto_register(core::mem::size_of::<SockObj<SciSock>>() as c_uint)
+        };
         if ret != 0 {
             STACK.store(ptr::null_mut(), Ordering::Release);
             // SAFETY: registered just above.

@@ -84,6 +84,17 @@ impl SockAddr {
     }
 }
 
+/// Writes a socket address the module made (an SCI connection's name) into the socket
+/// layer's `sockaddr_storage` buffer of `getsockname`/`getpeername`: its length.
+pub(crate) fn put_name(addr: *mut bindings::sockaddr, bytes: &[u8]) -> c_int {
+    let len = bytes
+        .len()
+        .min(core::mem::size_of::<bindings::__kernel_sockaddr_storage>());
+    // SAFETY: `addr` is the socket layer's `sockaddr_storage`, which holds `len` bytes.
+    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), len) };
+    len as c_int
+}
+
 /// The addresses of a native socket, for the socket dump (zero while unset).
 pub(crate) struct NativeAddrs {
     /// `AF_INET` or `AF_INET6`.

@@ -26,7 +26,8 @@ use crate::proto::frame::Frame;
 use crate::socket::early_options::EarlyOptions;
 use crate::socket::handover;
 use crate::socket::join::JoinPoint;
-use crate::socket::native::{Native, NativeHooks, NativeKind, SavedCallbacks, SockAddr};
+use crate::socket::native::{put_name, Native, NativeHooks, NativeKind, SavedCallbacks, SockAddr};
+use crate::socket::proto_ops::SocketOps;
 use crate::socket::registry::SockInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
@@ -609,9 +610,25 @@ impl SciSock {
         self.consumed(own, r)
     }
 
-    /// `getsockname`/`getpeername` of an SCI connection (`None`: ask the native socket).
-    pub(crate) fn sci_name(&self, peer: bool) -> Option<Addr> {
-        self.conn().map(|c| if peer { c.peer } else { c.local })
+    /// `getsockname`/`getpeername`: an SCI connection's names, else the native socket's.
+    pub(crate) fn getname(&self, addr: *mut bindings::sockaddr, peer: c_int) -> Result<c_int> {
+        match self
+            .conn()
+            .map(|c| if peer != 0 { c.peer } else { c.local })
+        {
+            Some(name) => Ok(put_name(addr, name.as_bytes())),
+            None => self.native().getname(addr, peer),
+        }
+    }
+
+    /// `SIOCGSTAMP` and friends: the native socket's.
+    pub(crate) fn gettstamp(
+        &self,
+        stamp: *mut core::ffi::c_void,
+        timeval: bool,
+        time32: bool,
+    ) -> Result<c_int> {
+        self.native().gettstamp(stamp, timeval, time32)
     }
 
     /// `ioctl(2)`: `SIOCINQ`/`SIOCOUTQ` answered from the queues of an SCI connection,
@@ -737,5 +754,65 @@ impl SciSock {
             old.release();
         }
         own.set_state(bindings::TCP_CLOSE);
+    }
+}
+
+/// The calls a stream socket shares with a datagram socket (`proto_ops.rs`), answered by the
+/// methods above.
+impl SocketOps for SciSock {
+    fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
+        SciSock::bind(self, own, addr)
+    }
+
+    fn getname(&self, addr: *mut bindings::sockaddr, peer: c_int) -> Result<c_int> {
+        SciSock::getname(self, addr, peer)
+    }
+
+    fn poll(&self, own: &OwnSk, file: File) -> c_uint {
+        SciSock::poll(self, own, file)
+    }
+
+    fn ioctl(&self, cmd: c_uint, arg: core::ffi::c_ulong) -> Result<c_int> {
+        SciSock::ioctl(self, cmd, arg)
+    }
+
+    fn gettstamp(
+        &self,
+        stamp: *mut core::ffi::c_void,
+        timeval: bool,
+        time32: bool,
+    ) -> Result<c_int> {
+        SciSock::gettstamp(self, stamp, timeval, time32)
+    }
+
+    fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        SciSock::shutdown(self, own, how)
+    }
+
+    fn setsockopt(
+        &self,
+        own: &OwnSk,
+        level: c_int,
+        name: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
+        SciSock::setsockopt(self, own, level, name, val, len)
+    }
+
+    fn getsockopt(&self, level: c_int, name: c_int, val: *mut c_char, len: *mut c_int) -> Result {
+        SciSock::getsockopt(self, level, name, val, len)
+    }
+
+    fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        SciSock::sendmsg(self, own, msg, len)
+    }
+
+    fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        SciSock::recvmsg(self, own, msg, len, flags)
+    }
+
+    fn fdinfo(&self) -> Result<CString> {
+        SciSock::fdinfo(self)
     }
 }

@@ -19,6 +19,7 @@ pub(crate) mod adapter;
 use crate::config::rules::FallbackReason;
 use crate::socket::early_options::EarlyOptions;
 use crate::socket::native::{Native, NativeHooks, NativeKind, SockAddr};
+use crate::socket::proto_ops::SocketOps;
 use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -131,16 +132,6 @@ impl SciDgram {
         Ok(native)
     }
 
-    /// `bind(2)`. A failed bind leaves the socket uncommitted, as UDP lets a program try
-    /// again.
-    pub(crate) fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
-        let mut config = self.config.lock();
-        let native = self.native_for(own, &mut config, Some(&addr))?;
-        native.bind(addr)?;
-        config.commit();
-        Ok(())
-    }
-
     /// `connect(2)`: sets (or with `AF_UNSPEC` clears) the default destination. A
     /// connect binds an unbound socket even when it fails, so it commits.
     pub(crate) fn connect(&self, own: &OwnSk, addr: SockAddr, flags: c_int) -> Result {
@@ -153,91 +144,6 @@ impl SciDgram {
         let r = native.connect(addr, flags);
         own.set_state(u32::from(native.state()));
         self.hooks.consumed(own, r)
-    }
-
-    /// `sendmsg(2)`, `sendto(2)`, `sendmmsg(2)` and kernel senders. A send binds an
-    /// unbound socket, so it commits.
-    pub(crate) fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
-        let native = self.commit(own, SockAddr::of_msg(msg).as_ref())?;
-        self.hooks.sync_error(own, &native);
-        native.copy_alloc_flags_from(own.as_ptr());
-        let r = native.sendmsg(msg, len);
-        self.hooks.consumed(own, r)
-    }
-
-    /// `recvmsg(2)`, `recvfrom(2)`, `recvmmsg(2)` and kernel receivers.
-    pub(crate) fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
-        let native = self.native();
-        self.hooks.sync_error(own, &native);
-        let r = native.recvmsg(msg, len, flags);
-        self.hooks.consumed(own, r)
-    }
-
-    /// `poll(2)`, `select(2)`, `epoll(7)`: the native socket's mask.
-    pub(crate) fn poll(&self, own: &OwnSk, file: File) -> c_uint {
-        let native = self.native();
-        self.hooks.sync_error(own, &native);
-        let mut mask = native.poll_mask(file);
-        if own.error() != 0 {
-            mask |= EPOLLERR;
-        }
-        mask
-    }
-
-    /// `getsockname(2)` / `getpeername(2)`: the native socket's names.
-    pub(crate) fn getname(&self, addr: *mut bindings::sockaddr, peer: c_int) -> Result<c_int> {
-        self.native().getname(addr, peer)
-    }
-
-    /// `ioctl(2)` (`FIONREAD`: the next datagram's size, `SIOCOUTQ`, interface ioctls).
-    pub(crate) fn ioctl(&self, cmd: c_uint, arg: c_ulong) -> Result<c_int> {
-        self.native().ioctl(cmd, arg)
-    }
-
-    /// `SIOCGSTAMP` and friends.
-    pub(crate) fn gettstamp(
-        &self,
-        stamp: *mut c_void,
-        timeval: bool,
-        time32: bool,
-    ) -> Result<c_int> {
-        self.native().gettstamp(stamp, timeval, time32)
-    }
-
-    /// `shutdown(2)`.
-    pub(crate) fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
-        let native = self.native();
-        self.hooks.sync_error(own, &native);
-        let r = native.shutdown(how);
-        own.set_state(u32::from(native.state()));
-        r
-    }
-
-    /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
-    /// from ours), every other level to the native socket, `SOL_SCI` is ours.
-    pub(crate) fn setsockopt(
-        &self,
-        own: &OwnSk,
-        level: c_int,
-        optname: c_int,
-        val: OptVal,
-        len: c_uint,
-    ) -> Result {
-        if level == bindings::SOL_SCI as c_int {
-            return self.set_sci_option(own, optname, val, len);
-        }
-        let mut config = self.config.lock();
-        let native = self.native();
-        if level == bindings::SOL_SOCKET as c_int {
-            native.set_socket_option(optname, val, len)?;
-            // Ours only mirrors what the native socket accepted.
-            let _ = own.set_socket_option(optname, val, len);
-            own.set_buffer_sizes(native.buffer_sizes());
-            own.set_reuse_flags(native.reuse_flags());
-        } else {
-            native.set_option(level, optname, val, len)?;
-        }
-        config.record(level, optname, val, len)
     }
 
     /// `setsockopt(SOL_SCI, SCI_NATIVE_FAMILY)` before the socket is committed; the
@@ -262,27 +168,6 @@ impl SciDgram {
         self.switch_family(own, &mut config, family).map(|_| ())
     }
 
-    /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
-    /// from our sk): `SOL_SCI` here, the rest from the native socket.
-    pub(crate) fn getsockopt(
-        &self,
-        level: c_int,
-        optname: c_int,
-        val: *mut c_char,
-        len: *mut c_int,
-    ) -> Result {
-        if level != bindings::SOL_SCI as c_int {
-            return self.native().get_option(level, optname, val, len);
-        }
-        match optname as u32 {
-            bindings::SCI_INFO => put_option(&self.info(), val, len),
-            bindings::SCI_NATIVE_FAMILY => {
-                put_option(&self.native().family().to_ne_bytes(), val, len)
-            }
-            _ => Err(errno(bindings::ENOPROTOOPT)),
-        }
-    }
-
     /// `struct sci_info` as bytes: every datagram goes over the native socket (mode
     /// native, reason `no-fabric`), in the native socket's state (`TCP_ESTABLISHED` when
     /// connected, as UDP keeps it, else `TCP_CLOSE`).
@@ -301,21 +186,6 @@ impl SciDgram {
         out
     }
 
-    /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
-    /// its type).
-    pub(crate) fn fdinfo(&self) -> Result<CString> {
-        let family = if self.native().family() == bindings::AF_INET6 as c_int {
-            "inet6"
-        } else {
-            "inet"
-        };
-        let reason = FallbackReason::NoFabric.name();
-        CString::try_from_fmt(fmt!(
-            "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
-             sci-type:\tdgram\n"
-        ))
-    }
-
     /// `close(2)`: the native socket closes (and its queued datagrams go with it).
     pub(crate) fn release(&self, own: &OwnSk) {
         let native = self.native();
@@ -326,5 +196,134 @@ impl SciDgram {
             old.release();
         }
         own.set_state(bindings::TCP_CLOSE);
+    }
+}
+
+/// The calls of the socket layer, forwarded to the native UDP socket (`proto_ops.rs`).
+impl SocketOps for SciDgram {
+    /// `bind(2)`. A failed bind leaves the socket uncommitted, as UDP lets a program try
+    /// again.
+    fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
+        let mut config = self.config.lock();
+        let native = self.native_for(own, &mut config, Some(&addr))?;
+        native.bind(addr)?;
+        config.commit();
+        Ok(())
+    }
+
+    /// `sendmsg(2)`, `sendto(2)`, `sendmmsg(2)` and kernel senders. A send binds an
+    /// unbound socket, so it commits.
+    fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
+        let native = self.commit(own, SockAddr::of_msg(msg).as_ref())?;
+        self.hooks.sync_error(own, &native);
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.sendmsg(msg, len);
+        self.hooks.consumed(own, r)
+    }
+
+    /// `recvmsg(2)`, `recvfrom(2)`, `recvmmsg(2)` and kernel receivers.
+    fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
+        let native = self.native();
+        self.hooks.sync_error(own, &native);
+        let r = native.recvmsg(msg, len, flags);
+        self.hooks.consumed(own, r)
+    }
+
+    /// `poll(2)`, `select(2)`, `epoll(7)`: the native socket's mask.
+    fn poll(&self, own: &OwnSk, file: File) -> c_uint {
+        let native = self.native();
+        self.hooks.sync_error(own, &native);
+        let mut mask = native.poll_mask(file);
+        if own.error() != 0 {
+            mask |= EPOLLERR;
+        }
+        mask
+    }
+
+    /// `getsockname(2)` / `getpeername(2)`: the native socket's names.
+    fn getname(&self, addr: *mut bindings::sockaddr, peer: c_int) -> Result<c_int> {
+        self.native().getname(addr, peer)
+    }
+
+    /// `ioctl(2)` (`FIONREAD`: the next datagram's size, `SIOCOUTQ`, interface ioctls).
+    fn ioctl(&self, cmd: c_uint, arg: c_ulong) -> Result<c_int> {
+        self.native().ioctl(cmd, arg)
+    }
+
+    /// `SIOCGSTAMP` and friends.
+    fn gettstamp(&self, stamp: *mut c_void, timeval: bool, time32: bool) -> Result<c_int> {
+        self.native().gettstamp(stamp, timeval, time32)
+    }
+
+    /// `shutdown(2)`.
+    fn shutdown(&self, own: &OwnSk, how: c_int) -> Result {
+        let native = self.native();
+        self.hooks.sync_error(own, &native);
+        let r = native.shutdown(how);
+        own.set_state(u32::from(native.state()));
+        r
+    }
+
+    /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
+    /// from ours), every other level to the native socket, `SOL_SCI` is ours.
+    fn setsockopt(
+        &self,
+        own: &OwnSk,
+        level: c_int,
+        optname: c_int,
+        val: OptVal,
+        len: c_uint,
+    ) -> Result {
+        if level == bindings::SOL_SCI as c_int {
+            return self.set_sci_option(own, optname, val, len);
+        }
+        let mut config = self.config.lock();
+        let native = self.native();
+        if level == bindings::SOL_SOCKET as c_int {
+            native.set_socket_option(optname, val, len)?;
+            // Ours only mirrors what the native socket accepted.
+            let _ = own.set_socket_option(optname, val, len);
+            own.set_buffer_sizes(native.buffer_sizes());
+            own.set_reuse_flags(native.reuse_flags());
+        } else {
+            native.set_option(level, optname, val, len)?;
+        }
+        config.record(level, optname, val, len)
+    }
+
+    /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
+    /// from our sk): `SOL_SCI` here, the rest from the native socket.
+    fn getsockopt(
+        &self,
+        level: c_int,
+        optname: c_int,
+        val: *mut c_char,
+        len: *mut c_int,
+    ) -> Result {
+        if level != bindings::SOL_SCI as c_int {
+            return self.native().get_option(level, optname, val, len);
+        }
+        match optname as u32 {
+            bindings::SCI_INFO => put_option(&self.info(), val, len),
+            bindings::SCI_NATIVE_FAMILY => {
+                put_option(&self.native().family().to_ne_bytes(), val, len)
+            }
+            _ => Err(errno(bindings::ENOPROTOOPT)),
+        }
+    }
+
+    /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
+    /// its type).
+    fn fdinfo(&self) -> Result<CString> {
+        let family = if self.native().family() == bindings::AF_INET6 as c_int {
+            "inet6"
+        } else {
+            "inet"
+        };
+        let reason = FallbackReason::NoFabric.name();
+        CString::try_from_fmt(fmt!(
+            "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
+             sci-type:\tdgram\n"
+        ))
     }
 }
