@@ -33,7 +33,6 @@ use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::copy_optval;
 use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;

@@ -106,6 +106,16 @@ pub(crate) fn put_option(value: &[u8], val: *mut core::ffi::c_char, len: *mut c_
         .write(&(value.len() as c_int))
 }
 
+/// An `int` option value (`EINVAL` when `len` is shorter).
+pub(crate) fn int_optval(val: OptVal, len: core::ffi::c_uint) -> Result<c_int> {
+    if (len as usize) < core::mem::size_of::<c_int>() {
+        return Err(kernel::error::code::EINVAL);
+    }
+    let mut bytes = [0u8; core::mem::size_of::<c_int>()];
+    copy_optval(&mut bytes, val)?;
+    Ok(c_int::from_ne_bytes(bytes))
+}
+
 /// Copies `dst.len()` bytes of an option value (user or kernel memory).
 pub(crate) fn copy_optval(dst: &mut [u8], src: OptVal) -> Result {
     // SAFETY: `dst` is a valid buffer of its length; `src` is checked by copy_from_sockptr.

@@ -23,7 +23,7 @@ use crate::socket::proto_ops::SocketOps;
 use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{copy_optval, put_option, File, Msg, OptVal, EPOLLERR};
+use crate::sys::net::{int_optval, put_option, File, Msg, OptVal, EPOLLERR};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -152,12 +152,7 @@ impl SciDgram {
         if optname != bindings::SCI_NATIVE_FAMILY as c_int {
             return Err(errno(bindings::ENOPROTOOPT));
         }
-        if (len as usize) < core::mem::size_of::<c_int>() {
-            return Err(EINVAL);
-        }
-        let mut bytes = [0u8; core::mem::size_of::<c_int>()];
-        copy_optval(&mut bytes, val)?;
-        let family = c_int::from_ne_bytes(bytes);
+        let family = int_optval(val, len)?;
         if family != bindings::AF_INET as c_int && family != bindings::AF_INET6 as c_int {
             return Err(errno(bindings::EAFNOSUPPORT));
         }

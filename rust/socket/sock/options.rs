@@ -7,7 +7,7 @@
 //! `SCI_SPIN_US`).
 
 use super::*;
-use crate::sys::net::put_option;
+use crate::sys::net::{int_optval, put_option};
 
 impl SciSock {
     /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
@@ -63,12 +63,7 @@ impl SciSock {
         {
             return Err(errno(bindings::ENOPROTOOPT));
         }
-        if (len as usize) < core::mem::size_of::<c_int>() {
-            return Err(EINVAL);
-        }
-        let mut bytes = [0u8; core::mem::size_of::<c_int>()];
-        copy_optval(&mut bytes, val)?;
-        let value = c_int::from_ne_bytes(bytes);
+        let value = int_optval(val, len)?;
         if optname == bindings::SCI_FABRIC as c_int {
             if value != 0 && value != 1 {
                 return Err(EINVAL);
