@@ -14,6 +14,7 @@ packages=(
 	iperf3   # selftests: an unmodified iperf3 across a failover (selftests/pair/pair-failover-guest)
 	open-iscsi tgt libiscsi-bin fio e2fsprogs   # selftests: iSCSI over AF_SCI (selftests/guest/iscsi-sci)
 	dkms   # selftests/install/dkms-test: the module built by DKMS (make dkms-source)
+	dnsmasq-base bind9-dnsutils memcached   # selftests: unmodified UDP programs on AF_SCI datagram sockets (selftests/guest/sci-dgram-programs)
 )
 
 missing=()
