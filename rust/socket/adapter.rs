@@ -13,9 +13,9 @@ use crate::control::PendingConnect;
 use crate::socket::dgram;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
-use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, SockObj};
-use crate::socket::registry::{Registry, SockInfo};
-use crate::socket::sk::{OwnSk, SkRef};
+use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, Registered, SockObj};
+use crate::socket::registry::Registry;
+use crate::socket::sk::OwnSk;
 use crate::socket::sock::{Accepted, SciSock};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
@@ -209,8 +209,9 @@ unsafe extern "C" fn create(
         if protocol != 0 && protocol != bindings::IPPROTO_UDP as c_int {
             return -(bindings::EPROTONOSUPPORT as c_int);
         }
-        // SAFETY: `create`'s own arguments.
-        return unsafe { dgram::adapter::create(net, sock, kern != 0) };
+        // SAFETY: `create`'s own arguments; the socket layer calls `create` only while the
+        // family is registered.
+        return unsafe { dgram::adapter::create(net, sock, kern != 0, registered_stack()) };
     }
     if ty != bindings::sock_type_SOCK_STREAM {
         return -(bindings::ESOCKTNOSUPPORT as c_int);
@@ -233,7 +234,12 @@ unsafe extern "C" fn create(
     let state = unsafe { state_of::<SciSock>(own.as_ptr()) };
     match state.init_native(&own) {
         Ok(()) => {
-            state.set_registry_id(state.stack().sockets.insert(slot, SkRef::new(&own)));
+            state.set_registry_id(
+                state
+                    .stack()
+                    .sockets
+                    .insert(slot, Registered::new::<SciSock>(&own)),
+            );
             0
         }
         Err(e) => {
@@ -338,29 +344,14 @@ unsafe extern "C" fn accept(
                 arm_failover(new_state);
             }
         }
-        new_state.set_registry_id(new_state.stack().sockets.insert(slot, SkRef::new(&new_own)));
+        new_state.set_registry_id(
+            new_state
+                .stack()
+                .sockets
+                .insert(slot, Registered::new::<SciSock>(&new_own)),
+        );
     }
     0
-}
-
-/// Calls `f` on every `AF_SCI` socket in `stack`'s registry of namespace `net` whose
-/// registry id is above `after`, in id order, until it returns false (the socket dump).
-pub(crate) fn for_each_socket(
-    stack: &Stack,
-    net: *mut bindings::net,
-    after: u64,
-    mut f: impl FnMut(u64, &SockInfo) -> bool,
-) {
-    stack.sockets.visit_after(after, |id, sk| {
-        let own = sk.own();
-        if own.net() != net {
-            return true;
-        }
-        // SAFETY: a registered sk is live and its state initialised: `release` removes it
-        // from the registry, under the lock held here, before the sk can be freed.
-        let state = unsafe { state_of::<SciSock>(own.as_ptr()) };
-        f(id, &state.diag(&own))
-    });
 }
 
 /// `listen` of our `proto_ops`.

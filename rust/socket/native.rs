@@ -423,12 +423,13 @@ impl Native {
         unsafe { bindings::sci_sk_ipv6only(self.sk()) }
     }
 
-    /// Recv-Q and Send-Q as `ss` shows them: a listener's accept queue and backlog, else
-    /// bytes received and not read, and bytes sent and not acknowledged.
+    /// Recv-Q and Send-Q as `ss` shows them: a TCP listener's accept queue and backlog,
+    /// else bytes received and not read, and bytes sent and not acknowledged; a UDP
+    /// socket's queued memory.
     pub(crate) fn queues(&self) -> (u32, u32) {
         let (mut recv_q, mut send_q) = (0u32, 0u32);
         // SAFETY: `sk` is live; the helper only reads it (lockless, as a diag dump does).
-        unsafe { bindings::sci_tcp_queues(self.sk(), &mut recv_q, &mut send_q) };
+        unsafe { bindings::sci_sock_queues(self.sk(), &mut recv_q, &mut send_q) };
         (recv_q, send_q)
     }
 

@@ -11,7 +11,9 @@
 //! its table from [`shared`].
 
 use crate::socket::native::SockAddr;
-use crate::socket::sk::OwnSk;
+use crate::socket::registry::SockInfo;
+use crate::socket::sk::{OwnSk, SkRef};
+use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::{count_of, errno_of};
 use crate::sys::net::{File, Msg, OptVal, PollTable};
@@ -52,6 +54,51 @@ pub(crate) trait SocketOps {
     fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int>;
     /// The lines the socket adds to `/proc/PID/fdinfo/FD`.
     fn fdinfo(&self) -> Result<CString>;
+    /// What the netlink socket dump (`scictl sockets`) reports of the socket.
+    fn diag(&self, own: &OwnSk) -> SockInfo;
+}
+
+/// An entry of the socket registry: a socket, and how the dump reads its state.
+pub(crate) struct Registered {
+    sk: SkRef,
+    /// [`info_of`] for the socket's kind of state.
+    info: fn(&OwnSk) -> SockInfo,
+}
+
+impl Registered {
+    /// The entry of `own`, whose state is a `T`.
+    pub(crate) fn new<T: SocketOps>(own: &OwnSk) -> Self {
+        Self {
+            sk: SkRef::new(own),
+            info: info_of::<T>,
+        }
+    }
+}
+
+/// What the dump reports of a registered sk whose state is a `T`: only ever called
+/// through the [`Registered`] entry that [`Registered::new`] paired with that sk.
+fn info_of<T: SocketOps>(own: &OwnSk) -> SockInfo {
+    // SAFETY: `Registered::new::<T>` stored this function with an sk whose state is a `T`;
+    // a registered sk is live and its state initialised: `release` removes it from the
+    // registry, under the lock the visit holds, before the sk can be freed.
+    unsafe { state_of::<T>(own.as_ptr()) }.diag(own)
+}
+
+/// Calls `f` on every `AF_SCI` socket in `stack`'s registry of namespace `net` whose
+/// registry id is above `after`, in id order, until it returns false (the socket dump).
+pub(crate) fn for_each_socket(
+    stack: &Stack,
+    net: *mut bindings::net,
+    after: u64,
+    mut f: impl FnMut(u64, &SockInfo) -> bool,
+) {
+    stack.sockets.visit_after(after, |id, entry| {
+        let own = entry.sk.own();
+        if own.net() != net {
+            return true;
+        }
+        f(id, &(entry.info)(&own))
+    });
 }
 
 /// An `AF_SCI` `struct sock`: the kernel's, followed by the Rust state (`proto.obj_size`

@@ -99,4 +99,6 @@ pub(crate) struct SockInfo {
     pub(crate) cookie: u64,
     /// Peer node, on the SCI data path.
     pub(crate) node: Option<NodeId>,
+    /// `SOCK_STREAM` or `SOCK_DGRAM`.
+    pub(crate) sock_type: u16,
 }

@@ -697,6 +697,7 @@ impl SciSock {
             inode: own.inode(),
             cookie: own.cookie(),
             node: None,
+            sock_type: bindings::sock_type_SOCK_STREAM as u16,
         };
         if let Some(conn) = self.conn() {
             info.local = conn.local.ip_port().or(info.local);
@@ -813,5 +814,9 @@ impl SocketOps for SciSock {
 
     fn fdinfo(&self) -> Result<CString> {
         SciSock::fdinfo(self)
+    }
+
+    fn diag(&self, own: &OwnSk) -> SockInfo {
+        SciSock::diag(self, own)
     }
 }

@@ -9,8 +9,8 @@
 use crate::config::node_map::NodeMap;
 use crate::config::rules::{Decision, Ip, NodeId};
 use crate::control::ControlPlane;
+use crate::socket::proto_ops::Registered;
 use crate::socket::registry::Registry;
-use crate::socket::sk::SkRef;
 use crate::sys::bindings;
 use crate::sys::params::FabricParams;
 use kernel::prelude::*;
@@ -25,7 +25,7 @@ pub(crate) struct Stack {
     pub(crate) nodes: NodeMap,
     /// Every live `AF_SCI` socket.
     #[pin]
-    pub(crate) sockets: Registry<SkRef>,
+    pub(crate) sockets: Registry<Registered>,
 }
 
 impl Stack {

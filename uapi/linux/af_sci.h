@@ -194,6 +194,7 @@ enum sci_sock_attr {
 	SCI_SOCK_A_NODE,	/* u32: peer node id (SCI_MODE_SCI only) */
 	SCI_SOCK_A_RECV_Q,	/* u32: Recv-Q as ss(8) shows it (a listener: connections waiting) */
 	SCI_SOCK_A_SEND_Q,	/* u32: Send-Q as ss(8) shows it (a listener: its backlog) */
+	SCI_SOCK_A_TYPE,	/* u16: SOCK_STREAM or SOCK_DGRAM (absent: SOCK_STREAM) */
 
 	__SCI_SOCK_A_MAX,
 };

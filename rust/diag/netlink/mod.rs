@@ -10,7 +10,7 @@ pub(crate) mod adapter;
 use crate::config::rules::{
     FallbackReason, Ip, NodeId, PortAction, PortRule, NODES_MAX, PORT_RULES_MAX,
 };
-use crate::socket::adapter::for_each_socket;
+use crate::socket::proto_ops::for_each_socket;
 use crate::socket::registry::SockInfo;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
@@ -290,6 +290,7 @@ fn put_sock(w: &mut Writer<'_>, s: &SockInfo) -> Result {
     w.put_u32(sci_sock_attr_SCI_SOCK_A_QUEUE_FILL as u16, s.queue_fill)?;
     w.put_u32(sci_sock_attr_SCI_SOCK_A_RECV_Q as u16, s.recv_q)?;
     w.put_u32(sci_sock_attr_SCI_SOCK_A_SEND_Q as u16, s.send_q)?;
+    w.put_u16(sci_sock_attr_SCI_SOCK_A_TYPE as u16, s.sock_type)?;
     w.put_u64(sci_sock_attr_SCI_SOCK_A_INODE as u16, s.inode, pad)?;
     w.put_u64(sci_sock_attr_SCI_SOCK_A_COOKIE as u16, s.cookie, pad)?;
     if let Some(node) = s.node {

@@ -10,7 +10,9 @@
 use super::SciDgram;
 use crate::socket::native::SockAddr;
 use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, SockObj};
+use crate::socket::registry::Registry;
 use crate::socket::sk::OwnSk;
+use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno_of;
 use core::ffi::{c_int, c_uint};
@@ -18,6 +20,7 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 use kernel::error::{to_result, Result};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// The family number, for `sk_alloc`.
 static FAMILY: AtomicI32 = AtomicI32::new(0);
@@ -35,7 +38,12 @@ pub(crate) unsafe fn create(
     net: *mut bindings::net,
     sock: *mut bindings::socket,
     kern: bool,
+    stack: Arc<Stack>,
 ) -> c_int {
+    let slot = match Registry::reserve() {
+        Ok(slot) => slot,
+        Err(e) => return e.to_errno(),
+    };
     // SAFETY: `sk_alloc` gives a zeroed object of `obj_size` = size of `SockObj<SciDgram>`;
     // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
     // op can run, and dropped only in `destruct`.
@@ -50,13 +58,17 @@ pub(crate) unsafe fn create(
         (*sk.as_ptr()).sk_destruct = Some(destruct::<SciDgram>);
         (*sock).ops = OPS.load(Ordering::Relaxed);
         bindings::sci_set_custom_sockopt(sock);
-        match SciDgram::new(kern).__pinned_init(state_slot::<SciDgram>(sk.as_ptr())) {
+        match SciDgram::new(kern, stack).__pinned_init(state_slot::<SciDgram>(sk.as_ptr())) {
             Ok(()) => {}
             Err(never) => match never {},
         }
         let own = OwnSk::from_raw(sk);
-        match state_of::<SciDgram>(sk.as_ptr()).init_native(&own) {
-            Ok(()) => 0,
+        let state = state_of::<SciDgram>(sk.as_ptr());
+        match state.init_native(&own) {
+            Ok(()) => {
+                state.register(&own, slot);
+                0
+            }
             Err(e) => {
                 // Nothing else knows the new sk yet; the put frees it through `destruct`.
                 (*sock).sk = ptr::null_mut();

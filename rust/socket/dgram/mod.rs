@@ -16,21 +16,23 @@
 
 pub(crate) mod adapter;
 
-use crate::config::rules::FallbackReason;
+use crate::config::rules::{FallbackReason, Ip};
 use crate::socket::early_options::EarlyOptions;
 use crate::socket::native::{Native, NativeHooks, NativeKind, SockAddr};
-use crate::socket::proto_ops::SocketOps;
+use crate::socket::proto_ops::{Registered, SocketOps};
+use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
+use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{int_optval, put_option, File, Msg, OptVal, EPOLLERR};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 
 /// The state of one `AF_SCI` datagram socket (lives inside its `struct sock`).
 #[pin_data]
@@ -48,18 +50,34 @@ pub(crate) struct SciDgram {
     /// Saved callbacks of the native socket in use.
     hooks: NativeHooks,
     kern: bool,
+    /// Id in the module's socket registry (0 until registered).
+    registry_id: AtomicU64,
+    /// What the socket reaches below it: the registry.
+    stack: Arc<Stack>,
 }
 
 impl SciDgram {
-    /// A socket without its native socket yet; `kern` for kernel-created sockets.
-    pub(crate) fn new(kern: bool) -> impl PinInit<Self> {
+    /// A socket without its native socket yet, over `stack`; `kern` for kernel-created
+    /// sockets.
+    pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
         pin_init!(Self {
             config <- kernel::new_mutex!(EarlyOptions::new(), "SciDgram::config"),
             native: AtomicPtr::new(ptr::null_mut()),
             retired: AtomicPtr::new(ptr::null_mut()),
             hooks: NativeHooks::new(),
             kern,
+            registry_id: AtomicU64::new(0),
+            stack,
         })
+    }
+
+    /// Enters the socket in the registry (`scictl sockets --udp`), in `slot`.
+    pub(crate) fn register(&self, own: &OwnSk, slot: Slot<Registered>) {
+        let id = self
+            .stack
+            .sockets
+            .insert(slot, Registered::new::<Self>(own));
+        self.registry_id.store(id, Ordering::Relaxed);
     }
 
     /// Creates the native socket of a new socket (born `AF_INET`).
@@ -71,6 +89,7 @@ impl SciDgram {
             self.kern,
         )?;
         self.install(own, native);
+        own.stats().socket_created();
         Ok(())
     }
 
@@ -183,6 +202,10 @@ impl SciDgram {
 
     /// `close(2)`: the native socket closes (and its queued datagrams go with it).
     pub(crate) fn release(&self, own: &OwnSk) {
+        // First out of the registry: once removed, no dump looks at the socket.
+        self.stack
+            .sockets
+            .remove(self.registry_id.load(Ordering::Relaxed));
         let native = self.native();
         native.detach(&self.hooks);
         self.native.store(ptr::null_mut(), Ordering::Release);
@@ -309,6 +332,29 @@ impl SocketOps for SciDgram {
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
     /// its type).
+    fn diag(&self, own: &OwnSk) -> SockInfo {
+        let native = self.native();
+        let addrs = native.addrs();
+        // Unbound / unconnected while the port is 0.
+        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
+        let (recv_q, send_q) = native.queues();
+        SockInfo {
+            family: addrs.family,
+            local: set(addrs.local),
+            peer: set(addrs.peer),
+            mode: bindings::sci_mode_SCI_MODE_NATIVE,
+            fallback: FallbackReason::NoFabric,
+            state: native.state(),
+            queue_fill: 0,
+            recv_q,
+            send_q,
+            inode: own.inode(),
+            cookie: own.cookie(),
+            node: None,
+            sock_type: bindings::sock_type_SOCK_DGRAM as u16,
+        }
+    }
+
     fn fdinfo(&self) -> Result<CString> {
         let family = if self.native().family() == bindings::AF_INET6 as c_int {
             "inet6"

@@ -36,12 +36,17 @@ unsigned int sci_tcp_nagle(const struct sock *sk)
 	return tcp_sk(sk)->nonagle & (TCP_NAGLE_OFF | TCP_NAGLE_CORK);
 }
 
-void sci_tcp_queues(const struct sock *sk, u32 *recv_q, u32 *send_q)
+void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q)
 {
 	const struct tcp_sock *tp;
 
 	*recv_q = 0;
 	*send_q = 0;
+	if (sk->sk_protocol == IPPROTO_UDP && sk->sk_type == SOCK_DGRAM) {
+		*recv_q = sk_rmem_alloc_get(sk);
+		*send_q = sk_wmem_alloc_get(sk);
+		return;
+	}
 	if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
 		return;
 	if (inet_sk_state_load(sk) == TCP_LISTEN) {

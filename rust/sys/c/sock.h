@@ -38,11 +38,12 @@ bool sci_linger_zero(const struct sock *sk);
 #define SCI_NAGLE_CORK	2
 unsigned int sci_tcp_nagle(const struct sock *sk);
 /*
- * The Recv-Q and Send-Q of the TCP sock @sk as ss(8) shows them (tcp_diag_get_info):
- * a listener's accept queue and its backlog, else bytes received and not read, and
- * bytes sent and not acknowledged. Lockless reads, as the diag dump makes them.
+ * Recv-Q and Send-Q as ss(8) shows them. A TCP sock: a listener's accept queue and its
+ * backlog, else bytes received and not read, and bytes sent and not acknowledged. A UDP
+ * sock: the memory of its receive and send queues (as udp_diag reports them). Lockless
+ * reads, as the diag dump makes them.
  */
-void sci_tcp_queues(const struct sock *sk, u32 *recv_q, u32 *send_q);
+void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q);
 void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from);
 /*
  * What setsockopt() set on the TCP sock @from that governs the calls on a connection

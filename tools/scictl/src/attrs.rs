@@ -71,6 +71,7 @@ pub mod sock_a {
     pub const NODE: u16 = 15;
     pub const RECV_Q: u16 = 16;
     pub const SEND_Q: u16 = 17;
+    pub const TYPE: u16 = 18;
 }
 
 /// `enum sci_stats_attr`.
@@ -242,6 +243,8 @@ pub enum SockAttr {
     Node(u32),
     RecvQ(u32),
     SendQ(u32),
+    /// `SOCK_STREAM` or `SOCK_DGRAM`.
+    Type(u16),
     Other(DefaultNla),
 }
 
@@ -249,6 +252,7 @@ impl Nla for SockAttr {
     fn value_len(&self) -> usize {
         match self {
             SockAttr::Family(_) | SockAttr::LocalPort(_) | SockAttr::PeerPort(_) => 2,
+            SockAttr::Type(_) => 2,
             SockAttr::LocalAddr(IpAddr::V4(_)) | SockAttr::PeerAddr(IpAddr::V4(_)) => 4,
             SockAttr::LocalAddr(IpAddr::V6(_)) | SockAttr::PeerAddr(IpAddr::V6(_)) => 16,
             SockAttr::Mode(_) | SockAttr::Fallback(_) | SockAttr::QueueFill(_) => 4,
@@ -277,15 +281,17 @@ impl Nla for SockAttr {
             SockAttr::Node(_) => sock_a::NODE,
             SockAttr::RecvQ(_) => sock_a::RECV_Q,
             SockAttr::SendQ(_) => sock_a::SEND_Q,
+            SockAttr::Type(_) => sock_a::TYPE,
             SockAttr::Other(nla) => nla.kind(),
         }
     }
 
     fn emit_value(&self, buffer: &mut [u8]) {
         match self {
-            SockAttr::Family(v) | SockAttr::LocalPort(v) | SockAttr::PeerPort(v) => {
-                emit_u16(buffer, *v).unwrap_or_default()
-            }
+            SockAttr::Family(v)
+            | SockAttr::LocalPort(v)
+            | SockAttr::PeerPort(v)
+            | SockAttr::Type(v) => emit_u16(buffer, *v).unwrap_or_default(),
             SockAttr::LocalAddr(IpAddr::V4(a)) | SockAttr::PeerAddr(IpAddr::V4(a)) => {
                 buffer[..4].copy_from_slice(&a.octets())
             }
@@ -325,6 +331,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for SockAttr {
             sock_a::NODE => SockAttr::Node(parse_u32(p)?),
             sock_a::RECV_Q => SockAttr::RecvQ(parse_u32(p)?),
             sock_a::SEND_Q => SockAttr::SendQ(parse_u32(p)?),
+            sock_a::TYPE => SockAttr::Type(parse_u16(p)?),
             _ => SockAttr::Other(DefaultNla::parse(buf)?),
         })
     }

@@ -71,6 +71,9 @@ reason NAME, state NAME, node N, sport|dport [OP] :PORT (OP: = != < > <= >=), \
 src|dst ADDR[:PORT]."
     )]
     Sockets {
+        /// Datagram sockets instead of stream sockets (as ss -u; STATE UNCONN or ESTAB).
+        #[arg(short = 'u', long)]
+        udp: bool,
         /// Terms the sockets shown must meet.
         #[arg(value_name = "FILTER")]
         filter: Vec<String>,
@@ -273,11 +276,11 @@ fn run(args: Args) -> Result<(), Failure> {
                 model::ports_text(&rules),
             )
         }
-        Command::Sockets { filter } => {
+        Command::Sockets { udp, filter } => {
             let filter = filter::Filter::parse(&filter)
                 .map_err(|e| Failure::usage(format!("sockets: {e}")))?;
             let mut socks = model::sockets(&Client::connect()?.dump(nl::SOCK_GET)?);
-            socks.retain(|s| filter.matches(s));
+            socks.retain(|s| s.is_dgram() == udp && filter.matches(s));
             print(
                 args.json,
                 model::sockets_json(&socks),
@@ -340,7 +343,21 @@ mod tests {
         );
         let a = args(&["sockets", "--json"]).unwrap();
         assert!(a.json);
-        assert_eq!(a.command, Command::Sockets { filter: vec![] });
+        assert_eq!(
+            a.command,
+            Command::Sockets {
+                udp: false,
+                filter: vec![]
+            }
+        );
+        let a = args(&["sockets", "-u", "state", "unconn"]).unwrap();
+        assert_eq!(
+            a.command,
+            Command::Sockets {
+                udp: true,
+                filter: vec!["state".into(), "unconn".into()]
+            }
+        );
         // Usage errors exit with status 2.
         for bad in [
             &["nodes", "--nodes", "x"][..],
@@ -356,6 +373,7 @@ mod tests {
         assert_eq!(
             a.command,
             Command::Sockets {
+                udp: false,
                 filter: ["mode", "sci", "dport", "=", ":6379"]
                     .map(String::from)
                     .to_vec()
@@ -513,6 +531,7 @@ mod tests {
                 ("NODE", sock_a::NODE.into()),
                 ("RECV_Q", sock_a::RECV_Q.into()),
                 ("SEND_Q", sock_a::SEND_Q.into()),
+                ("TYPE", sock_a::TYPE.into()),
             ],
         );
         check(

@@ -96,6 +96,18 @@ pub struct Sock {
     /// Recv-Q and Send-Q as `ss` shows them.
     pub recv_q: u32,
     pub send_q: u32,
+    /// `SOCK_STREAM` or `SOCK_DGRAM` (0: a module without datagram sockets, stream).
+    pub sock_type: u16,
+}
+
+/// `SOCK_DGRAM`.
+const SOCK_DGRAM: u16 = 2;
+
+impl Sock {
+    /// A datagram socket (`scictl sockets --udp`).
+    pub fn is_dgram(&self) -> bool {
+        self.sock_type == SOCK_DGRAM
+    }
 }
 
 /// Decodes a socket dump.
@@ -115,6 +127,7 @@ pub fn sockets(replies: &[Vec<SciAttr>]) -> Vec<Sock> {
                     SockAttr::Mode(v) => s.mode = *v,
                     SockAttr::Fallback(v) => s.fallback = *v,
                     SockAttr::State(v) => s.state = *v,
+                    SockAttr::Type(v) => s.sock_type = *v,
                     SockAttr::QueueFill(v) => s.queue_fill = *v,
                     SockAttr::Inode(v) => s.inode = *v,
                     SockAttr::Cookie(v) => s.cookie = *v,
@@ -358,6 +371,7 @@ pub fn sockets_json(socks: &[Sock]) -> Value {
             .iter()
             .map(|s| {
                 json!({
+                    "type": if s.is_dgram() { "dgram" } else { "stream" },
                     "family": family_name(s.family),
                     "local": endpoint_json(s.local),
                     "peer": endpoint_json(s.peer),
@@ -459,6 +473,7 @@ mod tests {
                 node: None,
                 recv_q: 0,
                 send_q: 0,
+                sock_type: 1,
             },
             Sock {
                 family: 10,
@@ -473,6 +488,7 @@ mod tests {
                 node: None,
                 recv_q: 2,
                 send_q: 128,
+                sock_type: 1,
             },
             Sock {
                 family: 2,
@@ -487,6 +503,7 @@ mod tests {
                 node: Some(0),
                 recv_q: 4096,
                 send_q: 70000,
+                sock_type: 1,
             },
         ]
     }
@@ -505,8 +522,19 @@ mod tests {
             SockAttr::QueueFill(0),
             SockAttr::Inode(1234),
             SockAttr::Cookie(99),
+            SockAttr::Type(1),
         ])])];
         assert_eq!(sockets(&replies), sample_socks()[..1]);
+        assert!(!sockets(&replies)[0].is_dgram());
+        let dgram = vec![round_trip(vec![SciAttr::Sock(vec![
+            SockAttr::Family(2),
+            SockAttr::State(7),
+            SockAttr::Type(2),
+        ])])];
+        let d = sockets(&dgram);
+        assert!(d[0].is_dgram());
+        assert!(sockets_text(&d).contains("UNCONN"));
+        assert_eq!(sockets_json(&d)[0]["type"], "dgram");
     }
 
     #[test]
