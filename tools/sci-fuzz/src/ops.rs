@@ -357,6 +357,12 @@ impl<'a> Fuzzer<'a> {
     fn anomaly(&mut self, what: String) {
         let line = format!("worker {} thread {}: {what}", self.ctx.proc_index, self.t);
         eprintln!("sci-fuzz: ANOMALY {line}");
+        // Marks the spot in the kernel's trace, when one is being recorded (fuzz-guest
+        // traces the signals and the 9p root's requests: see an ERESTARTSYS's cause).
+        let _ = std::fs::write(
+            "/sys/kernel/tracing/trace_marker",
+            format!("sci-fuzz: ANOMALY {line}\n"),
+        );
         if self.report.anomalies.len() < 20 {
             self.report.anomalies.push(line);
         }
