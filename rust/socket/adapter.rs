@@ -13,7 +13,7 @@ use crate::control::PendingConnect;
 use crate::socket::dgram;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
-use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, Registered, SockObj};
+use crate::socket::proto_ops::{self, attach_new, drop_new, parts, state_of, Registered, SockObj};
 use crate::socket::registry::Registry;
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::{Accepted, SciSock};
@@ -158,36 +158,19 @@ unsafe fn new_sk(
     kern: bool,
     stack: Arc<Stack>,
 ) -> Result<OwnSk> {
-    // SAFETY: `sk_alloc` gives a zeroed `SockObj<SciSock>` (`proto.obj_size`);
-    // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
-    // op can run, and dropped only in `destruct`.
+    // SAFETY: `sk_alloc` gives a zeroed `SockObj<SciSock>` (`proto.obj_size`), which
+    // nothing else knows yet; `OPS` is the family's pinned table.
     unsafe {
         let sk = bindings::sci_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
         let sk = NonNull::new(sk).ok_or(ENOMEM)?;
-        bindings::sock_init_data(sock, sk.as_ptr());
-        bindings::sci_sk_set_default_callbacks(sk.as_ptr());
-        (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_TCP as u16;
-        (*sk.as_ptr()).sk_destruct = Some(destruct::<SciSock>);
-        (*sock).ops = OPS.load(Ordering::Relaxed);
-        bindings::sci_set_custom_sockopt(sock);
-        let slot = state_slot::<SciSock>(sk.as_ptr());
-        match SciSock::new(kern, stack).__pinned_init(slot) {
-            Ok(()) => Ok(OwnSk::from_raw(sk)),
-            Err(never) => match never {},
-        }
-    }
-}
-
-/// Frees a socket's sk after a failed create or accept.
-///
-/// # Safety
-///
-/// `sock` holds a fresh sk from [`new_sk`] that nothing else references.
-unsafe fn drop_sk(sock: *mut bindings::socket, own: OwnSk) {
-    // SAFETY: see the function's contract; the put frees it through `destruct`.
-    unsafe {
-        (*sock).sk = ptr::null_mut();
-        bindings::sci_sock_put(own.as_ptr());
+        let init = SciSock::new(kern, stack);
+        Ok(attach_new(
+            sock,
+            sk,
+            bindings::IPPROTO_TCP,
+            OPS.load(Ordering::Relaxed),
+            init,
+        ))
     }
 }
 
@@ -244,39 +227,10 @@ unsafe extern "C" fn create(
         }
         Err(e) => {
             // SAFETY: nothing else knows the new sk yet.
-            unsafe { drop_sk(sock, own) };
+            unsafe { drop_new(sock, own) };
             e.to_errno()
         }
     }
-}
-
-/// `release` of our `proto_ops`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an `AF_SCI` socket.
-unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
-    // SAFETY: release runs once, with no other op in flight on this socket.
-    unsafe {
-        let sk = (*sock).sk;
-        if sk.is_null() {
-            return 0;
-        }
-        let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
-        // First out of the registry: once removed, no dump looks at the socket.
-        state_of::<SciSock>(sk)
-            .stack()
-            .sockets
-            .remove(state_of::<SciSock>(sk).registry_id());
-        state_of::<SciSock>(sk).release(&own);
-        bindings::sci_lock_sock(sk);
-        bindings::sci_sock_orphan(sk);
-        (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
-        bindings::release_sock(sk);
-        (*sock).sk = ptr::null_mut();
-        bindings::sci_sock_put(sk);
-    }
-    0
 }
 
 /// `connect` of our `proto_ops`.
@@ -338,7 +292,7 @@ unsafe extern "C" fn accept(
             Accepted::Native(native) => new_state.adopt(&new_own, native, state),
             Accepted::Sci(conn) => {
                 if let Err(e) = new_state.adopt_sci(&new_own, conn, state) {
-                    drop_sk(newsock, new_own);
+                    drop_new(newsock, new_own);
                     return e.to_errno();
                 }
                 arm_failover(new_state);
@@ -451,7 +405,6 @@ impl Family {
         let mut this = KBox::pin(
             Self {
                 ops: bindings::proto_ops {
-                    release: Some(release),
                     connect: Some(connect),
                     accept: Some(accept),
                     listen: Some(listen),

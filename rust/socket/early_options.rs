@@ -91,7 +91,7 @@ impl EarlyOptions {
         kind: NativeKind,
         kern: bool,
     ) -> Result<Native> {
-        let new = Native::create_of(net, family, kind, kern)?;
+        let new = Native::create(net, family, kind, kern)?;
         for opt in self.options.iter_mut() {
             let val = kernel_optval(&mut opt.val[..opt.len]);
             let len = opt.len as c_uint;

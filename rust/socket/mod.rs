@@ -16,6 +16,7 @@ pub(crate) mod early_options;
 pub(crate) mod handover;
 pub(crate) mod join;
 pub(crate) mod native;
+pub(crate) mod native_slot;
 pub(crate) mod proto_ops;
 pub(crate) mod registry;
 pub(crate) mod sk;

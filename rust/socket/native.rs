@@ -338,18 +338,15 @@ unsafe impl Send for Native {}
 unsafe impl Sync for Native {}
 
 impl Native {
-    /// Creates a TCP socket of `family` in `net`; `kern` is the owning socket's.
+    /// Creates a native socket of `kind` (TCP or UDP) and `family` in `net`; `kern` is the
+    /// owning socket's.
     ///
     /// Not `sock_create_kern` for user sockets: a kernel socket holds no reference on its
     /// namespace, and a closed TCP connection's timers (FIN_WAIT, TIME_WAIT) outlive the
     /// `AF_SCI` socket that held one (the problem `net/smc` fixes by taking it by hand).
-    /// Created as the user's, it is also charged and checked as the user's TCP socket.
-    pub(crate) fn create(net: *mut bindings::net, family: c_int, kern: bool) -> Result<Self> {
-        Self::create_of(net, family, NativeKind::Tcp, kern)
-    }
-
-    /// Creates a native socket of `kind` and `family` in `net` (see [`Native::create`]).
-    pub(crate) fn create_of(
+    /// Created as the user's, it is also charged and checked as the user's TCP (UDP)
+    /// socket.
+    pub(crate) fn create(
         net: *mut bindings::net,
         family: c_int,
         kind: NativeKind,

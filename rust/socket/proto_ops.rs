@@ -6,9 +6,9 @@
 //! As `rust/kernel/net/phy.rs` adapts `struct phy_driver` to a trait, each function here is
 //! generic over the state behind the socket's `struct sock` ([`SockObj`]): the stream
 //! socket's [`SciSock`](super::sock::SciSock) and the datagram socket's
-//! [`SciDgram`](super::dgram::SciDgram). What only one kind has (create, release,
-//! connect, accept, listen, `read_sock`) stays in its own adapter, which fills the rest of
-//! its table from [`shared`].
+//! [`SciDgram`](super::dgram::SciDgram). What only one kind has (create, connect,
+//! accept, listen, `read_sock`) stays in its own adapter, which fills the rest of its
+//! table from [`shared`].
 
 use crate::socket::native::SockAddr;
 use crate::socket::registry::SockInfo;
@@ -56,6 +56,8 @@ pub(crate) trait SocketOps {
     fn fdinfo(&self) -> Result<CString>;
     /// What the netlink socket dump (`scictl sockets`) reports of the socket.
     fn diag(&self, own: &OwnSk) -> SockInfo;
+    /// `close(2)`: out of the registry first, then its connections and native socket.
+    fn release(&self, own: &OwnSk);
 }
 
 /// An entry of the socket registry: a socket, and how the dump reads its state.
@@ -144,6 +146,51 @@ pub(crate) unsafe fn parts<'a, T>(sock: *mut bindings::socket) -> (OwnSk, &'a T)
     }
 }
 
+/// Attaches the fresh `sk` (a zeroed `SockObj<T>`, just allocated) to `sock` with `ops`
+/// and `protocol`, and initialises its state in place with `init`.
+///
+/// # Safety
+///
+/// `sock` is a socket being created or accepted, without an sk yet; `sk` was allocated
+/// with the `obj_size` of `SockObj<T>` and nothing else references it; `ops` outlives every
+/// socket that uses it.
+pub(crate) unsafe fn attach_new<T>(
+    sock: *mut bindings::socket,
+    sk: NonNull<bindings::sock>,
+    protocol: u32,
+    ops: *mut bindings::proto_ops,
+    init: impl PinInit<T>,
+) -> OwnSk {
+    // SAFETY: `sock_init_data` attaches `sk` to `sock`; the state is initialised in place
+    // before any op can run, and dropped only in `destruct`.
+    unsafe {
+        bindings::sock_init_data(sock, sk.as_ptr());
+        bindings::sci_sk_set_default_callbacks(sk.as_ptr());
+        (*sk.as_ptr()).sk_protocol = protocol as u16;
+        (*sk.as_ptr()).sk_destruct = Some(destruct::<T>);
+        (*sock).ops = ops;
+        bindings::sci_set_custom_sockopt(sock);
+        match init.__pinned_init(state_slot::<T>(sk.as_ptr())) {
+            Ok(()) => OwnSk::from_raw(sk),
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// Frees a socket's sk after a failed create or accept (the put frees it through
+/// [`destruct`]).
+///
+/// # Safety
+///
+/// `sock` holds a fresh sk from [`attach_new`] that nothing else references.
+pub(crate) unsafe fn drop_new(sock: *mut bindings::socket, own: OwnSk) {
+    // SAFETY: see the function's contract.
+    unsafe {
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(own.as_ptr());
+    }
+}
+
 /// `sk_destruct` of our sks: drops the Rust state.
 ///
 /// # Safety
@@ -153,6 +200,32 @@ pub(crate) unsafe fn parts<'a, T>(sock: *mut bindings::socket) -> (OwnSk, &'a T)
 pub(crate) unsafe extern "C" fn destruct<T>(sk: *mut bindings::sock) {
     // SAFETY: the last reference to our sk is gone; its state was initialised.
     unsafe { ptr::drop_in_place(state_slot::<T>(sk)) }
+}
+
+/// `release`: the state lets go of what it holds, then the sk is orphaned and our
+/// reference put (the last put frees it through [`destruct`]).
+///
+/// # Safety
+///
+/// Called only by the socket layer, once, with no other op in flight on this socket of
+/// state `T`.
+unsafe extern "C" fn release<T: SocketOps>(sock: *mut bindings::socket) -> c_int {
+    // SAFETY: see the function's contract; `sk` is live until the put below.
+    unsafe {
+        let sk = (*sock).sk;
+        if sk.is_null() {
+            return 0;
+        }
+        let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
+        state_of::<T>(sk).release(&own);
+        bindings::sci_lock_sock(sk);
+        bindings::sci_sock_orphan(sk);
+        (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
+        bindings::release_sock(sk);
+        (*sock).sk = ptr::null_mut();
+        bindings::sci_sock_put(sk);
+    }
+    0
 }
 
 /// `bind`.
@@ -339,6 +412,7 @@ pub(crate) fn shared<T: SocketOps>(
     bindings::proto_ops {
         family: number,
         owner,
+        release: Some(release::<T>),
         bind: Some(bind::<T>),
         getname: Some(getname::<T>),
         poll: Some(poll::<T>),

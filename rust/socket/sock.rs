@@ -23,10 +23,10 @@ use crate::conn::{Conn, Gathering, Phase, SpinSetting};
 use crate::control::ListenQueue;
 use crate::fabric::memory::msg_flags;
 use crate::proto::frame::Frame;
-use crate::socket::early_options::EarlyOptions;
 use crate::socket::handover;
 use crate::socket::join::JoinPoint;
-use crate::socket::native::{put_name, Native, NativeHooks, NativeKind, SavedCallbacks, SockAddr};
+use crate::socket::native::{put_name, Native, NativeKind, SockAddr};
+use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::SocketOps;
 use crate::socket::registry::SockInfo;
 use crate::socket::sk::OwnSk;
@@ -37,8 +37,7 @@ use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
-use core::ptr;
-use core::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -73,17 +72,9 @@ const _: () = {
 /// The state of one `AF_SCI` socket (lives inside its `struct sock`).
 #[pin_data]
 pub(crate) struct SciSock {
-    /// Until bound, connecting, connected or listening, the native socket may be
-    /// re-created as `AF_INET6`.
+    /// Its native TCP socket; final once bound, connecting, connected or listening.
     #[pin]
-    config: Mutex<EarlyOptions>,
-    /// The native socket in use; set at creation, replaced at most once (family switch).
-    native: AtomicPtr<bindings::socket>,
-    /// The native socket replaced by a family switch, kept alive until release because a
-    /// racing call may still hold it.
-    retired: AtomicPtr<bindings::socket>,
-    /// Saved callbacks of the native socket in use.
-    hooks: NativeHooks,
+    slot: NativeSlot,
     kern: bool,
     /// The SCI connection carrying this socket's bytes, when it has one.
     #[pin]
@@ -136,10 +127,7 @@ impl SciSock {
     /// sockets.
     pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
         pin_init!(Self {
-            config <- kernel::new_mutex!(EarlyOptions::new(), "SciSock::config"),
-            native: AtomicPtr::new(ptr::null_mut()),
-            retired: AtomicPtr::new(ptr::null_mut()),
-            hooks: NativeHooks::new(),
+            slot <- NativeSlot::new(NativeKind::Tcp, kern),
             kern,
             sci <- kernel::new_spinlock!(None, "SciSock::sci"),
             listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
@@ -164,8 +152,7 @@ impl SciSock {
 
     /// Creates the native socket of a new socket (born `AF_INET`).
     pub(crate) fn init_native(&self, own: &OwnSk) -> Result {
-        let native = Native::create(own.net(), bindings::AF_INET as c_int, self.kern)?;
-        self.install(own, native, None);
+        self.slot.create(own, bindings::AF_INET as c_int)?;
         own.stats().socket_created();
         Ok(())
     }
@@ -173,8 +160,9 @@ impl SciSock {
     /// Takes an accepted native socket; `listener` is the accepting socket. The peer came
     /// over TCP (an SCI peer would have come through the fabric's listener).
     pub(crate) fn adopt(&self, own: &OwnSk, native: Native, listener: &SciSock) {
-        self.config.lock().commit();
-        self.install(own, native, Some(listener.hooks.saved()));
+        self.slot.mark_committed();
+        self.slot
+            .install(own, native, Some(listener.slot.hooks().saved()));
         own.stats().socket_created();
         self.fall_back(own, FallbackReason::PeerTcp);
         self.hand_over_if_connected(own, &native);
@@ -238,84 +226,29 @@ impl SciSock {
         own.stats().fallback(reason);
     }
 
-    fn install(&self, own: &OwnSk, native: Native, inherited: Option<SavedCallbacks>) {
-        native.attach(&self.hooks, own.as_ptr(), inherited);
-        own.set_buffer_sizes(native.buffer_sizes());
-        self.native.store(native.as_ptr(), Ordering::Release);
-    }
-
     /// The native socket in use.
     pub(crate) fn native(&self) -> Native {
-        // Set in `init_native`/`adopt` before the socket is reachable, and never cleared
-        // before `release`.
-        Native::from_ptr(self.native.load(Ordering::Acquire))
-            .expect("AF_SCI socket without native socket")
-    }
-
-    /// Re-creates the (uncommitted) native socket as `family`, replaying the options.
-    /// A socket switches at most once (`EINVAL` after that): the replaced native socket
-    /// is kept until release, and one is enough for the one real case, `AF_INET` to
-    /// `AF_INET6`.
-    fn switch_family(
-        &self,
-        own: &OwnSk,
-        config: &mut EarlyOptions,
-        family: c_int,
-    ) -> Result<Native> {
-        let old = self.native();
-        if config.committed() || old.family() == family {
-            return Ok(old);
-        }
-        if !self.retired.load(Ordering::Acquire).is_null() {
-            return Err(EINVAL);
-        }
-        let new = config.recreate(own.net(), family, NativeKind::Tcp, self.kern)?;
-        old.detach(&self.hooks);
-        self.install(own, new, None);
-        self.retired.store(old.as_ptr(), Ordering::Release);
-        Ok(new)
-    }
-
-    /// The native socket to use for `addr`: re-created as `AF_INET6` for the first IPv6
-    /// address of an uncommitted socket.
-    fn native_for(
-        &self,
-        own: &OwnSk,
-        config: &mut EarlyOptions,
-        addr: Option<&SockAddr>,
-    ) -> Result<Native> {
-        match addr.and_then(SockAddr::wanted_family) {
-            Some(family) => self.switch_family(own, config, family),
-            None => Ok(self.native()),
-        }
+        self.slot.native()
     }
 
     /// Settles the family for `addr` and commits the socket to it.
     fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
-        let mut config = self.config.lock();
-        let native = self.native_for(own, &mut config, addr)?;
-        config.commit();
-        Ok(native)
+        self.slot.commit(own, addr)
     }
 
     /// See [`NativeHooks::sync_error`].
     fn sync_error(&self, own: &OwnSk, native: &Native) {
-        self.hooks.sync_error(own, native);
+        self.slot.hooks().sync_error(own, native);
     }
 
     /// See [`NativeHooks::consumed`].
     fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
-        self.hooks.consumed(own, r)
+        self.slot.hooks().consumed(own, r)
     }
 
-    /// `bind(2)`.
-    /// A failed bind leaves the socket uncommitted, as TCP lets a program try again.
+    /// `bind(2)`; a failed bind leaves the socket uncommitted.
     pub(crate) fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
-        let mut config = self.config.lock();
-        let native = self.native_for(own, &mut config, Some(&addr))?;
-        native.bind(addr)?;
-        config.commit();
-        Ok(())
+        self.slot.bind(own, addr)
     }
 
     /// The SCI connection, if this socket has one.
@@ -342,8 +275,12 @@ impl SciSock {
             let plane = &self.stack.plane;
             if let Some(addr) = self.listen_addr(own, &native) {
                 let queue = ListenQueue::new(addr, own.wake_token())?;
-                let join =
-                    JoinPoint::new(native, own.wake_token(), self.hooks.saved(), queue.clone())?;
+                let join = JoinPoint::new(
+                    native,
+                    own.wake_token(),
+                    self.slot.hooks().saved(),
+                    queue.clone(),
+                )?;
                 if plane.listen(queue.clone()).is_ok() {
                     *self.listen_queue.lock() = Some(queue);
                     *self.join.lock() = Some(join);
@@ -420,11 +357,10 @@ impl SciSock {
     /// Takes an SCI connection accepted on `listener`: the new socket gets a fresh native
     /// socket of the listener's family (for its options), and the connection.
     pub(crate) fn adopt_sci(&self, own: &OwnSk, conn: Arc<Conn>, listener: &SciSock) -> Result {
-        let native = Native::create(own.net(), listener.native().family(), self.kern)?;
+        let native = self.slot.create(own, listener.native().family())?;
         // As a TCP socket accepted there: the listener's TCP_NODELAY applies.
         native.inherit_nodelay(&listener.native());
-        self.config.lock().commit();
-        self.install(own, native, None);
+        self.slot.mark_committed();
         conn.set_owner(own.wake_token());
         own.set_state(bindings::TCP_ESTABLISHED);
         self.enter_join_point(listener, &conn);
@@ -723,6 +659,8 @@ impl SciSock {
 
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
+        // First out of the registry: once removed, no dump looks at the socket.
+        self.stack.sockets.remove(self.registry_id());
         self.cancel_pending(own);
         self.leave_join_point();
         {
@@ -747,12 +685,7 @@ impl SciSock {
         if self.handed_over.load(Ordering::Relaxed) {
             handover::take_back(own, native);
         }
-        native.detach(&self.hooks);
-        self.native.store(ptr::null_mut(), Ordering::Release);
-        native.release();
-        if let Some(old) = Native::from_ptr(self.retired.swap(ptr::null_mut(), Ordering::AcqRel)) {
-            old.release();
-        }
+        self.slot.release();
         own.set_state(bindings::TCP_CLOSE);
     }
 }
@@ -818,5 +751,9 @@ impl SocketOps for SciSock {
 
     fn diag(&self, own: &OwnSk) -> SockInfo {
         SciSock::diag(self, own)
+    }
+
+    fn release(&self, own: &OwnSk) {
+        SciSock::release(self, own)
     }
 }

@@ -3,15 +3,14 @@
 //! The `proto_ops` of `AF_SCI` datagram sockets, adapted to [`SciDgram`].
 //!
 //! The calls a stream socket has too come from `socket/proto_ops.rs`; this file has a datagram
-//! socket's own: `create` (which the family's `create` hands `SOCK_DGRAM` sockets to),
-//! `release` and `connect`. A datagram socket's `struct sock` comes from a `struct proto`
+//! socket's own: `create` (which the family's `create` hands `SOCK_DGRAM` sockets to)
+//! and `connect`. A datagram socket's `struct sock` comes from a `struct proto`
 //! of its own (`AF_SCI-DGRAM` in `/proc/slabinfo`).
 
 use super::SciDgram;
 use crate::socket::native::SockAddr;
-use crate::socket::proto_ops::{self, destruct, parts, state_of, state_slot, SockObj};
+use crate::socket::proto_ops::{self, attach_new, drop_new, parts, state_of, SockObj};
 use crate::socket::registry::Registry;
-use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno_of;
@@ -44,64 +43,33 @@ pub(crate) unsafe fn create(
         Ok(slot) => slot,
         Err(e) => return e.to_errno(),
     };
-    // SAFETY: `sk_alloc` gives a zeroed object of `obj_size` = size of `SockObj<SciDgram>`;
-    // `sock_init_data` attaches it to `sock`; the state is initialised in place before any
-    // op can run, and dropped only in `destruct`.
+    // SAFETY: `sk_alloc` gives a zeroed `SockObj<SciDgram>` (`obj_size`), which nothing else
+    // knows yet; `OPS` is the family's pinned table.
     unsafe {
         let sk = bindings::sci_dgram_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
         let Some(sk) = NonNull::new(sk) else {
             return ENOMEM.to_errno();
         };
-        bindings::sock_init_data(sock, sk.as_ptr());
-        bindings::sci_sk_set_default_callbacks(sk.as_ptr());
-        (*sk.as_ptr()).sk_protocol = bindings::IPPROTO_UDP as u16;
-        (*sk.as_ptr()).sk_destruct = Some(destruct::<SciDgram>);
-        (*sock).ops = OPS.load(Ordering::Relaxed);
-        bindings::sci_set_custom_sockopt(sock);
-        match SciDgram::new(kern, stack).__pinned_init(state_slot::<SciDgram>(sk.as_ptr())) {
-            Ok(()) => {}
-            Err(never) => match never {},
-        }
-        let own = OwnSk::from_raw(sk);
-        let state = state_of::<SciDgram>(sk.as_ptr());
+        let init = SciDgram::new(kern, stack);
+        let own = attach_new(
+            sock,
+            sk,
+            bindings::IPPROTO_UDP,
+            OPS.load(Ordering::Relaxed),
+            init,
+        );
+        let state = state_of::<SciDgram>(own.as_ptr());
         match state.init_native(&own) {
             Ok(()) => {
                 state.register(&own, slot);
                 0
             }
             Err(e) => {
-                // Nothing else knows the new sk yet; the put frees it through `destruct`.
-                (*sock).sk = ptr::null_mut();
-                bindings::sci_sock_put(sk.as_ptr());
+                drop_new(sock, own);
                 e.to_errno()
             }
         }
     }
-}
-
-/// `release`.
-///
-/// # Safety
-///
-/// Called only by the socket layer, with the arguments it documents for this op on an
-/// `AF_SCI` datagram socket.
-unsafe extern "C" fn release(sock: *mut bindings::socket) -> c_int {
-    // SAFETY: release runs once, with no other op in flight on this socket.
-    unsafe {
-        let sk = (*sock).sk;
-        if sk.is_null() {
-            return 0;
-        }
-        let own = OwnSk::from_raw(NonNull::new_unchecked(sk));
-        state_of::<SciDgram>(sk).release(&own);
-        bindings::sci_lock_sock(sk);
-        bindings::sci_sock_orphan(sk);
-        (*sk).sk_shutdown = bindings::SHUTDOWN_MASK as u8;
-        bindings::release_sock(sk);
-        (*sock).sk = ptr::null_mut();
-        bindings::sci_sock_put(sk);
-    }
-    0
 }
 
 /// `connect`.
@@ -126,7 +94,6 @@ unsafe extern "C" fn connect(
 /// then reads through the file (our recvmsg).
 pub(crate) fn ops(number: c_int, owner: *mut bindings::module) -> bindings::proto_ops {
     bindings::proto_ops {
-        release: Some(release),
         connect: Some(connect),
         accept: Some(bindings::sock_no_accept),
         listen: Some(bindings::sock_no_listen),

@@ -300,7 +300,7 @@ impl SciSock {
             if e != 0 && own.error() == e {
                 own.take_error();
             }
-            self.hooks.clear_mirrored_error();
+            self.slot.hooks().clear_mirrored_error();
         }
         f.dialled = true;
         let mut peer = conn.peer;
@@ -319,15 +319,9 @@ impl SciSock {
     /// socket. The one made at accept time (it carried only options) is kept until
     /// release, as a racing call may still hold it.
     fn adopt_joined(&self, own: &OwnSk, joined: Native) {
-        let old = self.native();
         // Every option set on the accepted socket was set on its native socket too.
-        joined.inherit_options(&old);
-        old.detach(&self.hooks);
-        self.install(own, joined, None);
-        let prev = self.retired.swap(old.as_ptr(), Ordering::AcqRel);
-        if let Some(prev) = Native::from_ptr(prev) {
-            prev.release();
-        }
+        joined.inherit_options(&self.native());
+        self.slot.replace(own, joined);
     }
 
     /// The resume headers cross: the connecting end sends its own, then reads the

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Socket options of an `AF_SCI` socket: `SOL_SOCKET` goes to the native socket and is
-//! mirrored into ours (where the socket layer reads it back), the other levels go to the
-//! native socket and are recorded until the family is settled (so a switch to
-//! `AF_INET6` can replay them), and `SOL_SCI` is ours (`SCI_INFO`, `SCI_NATIVE_FAMILY`,
-//! `SCI_SPIN_US`).
+//! Socket options of an `AF_SCI` stream socket: every level but `SOL_SCI` goes to the
+//! native socket (`NativeSlot::setsockopt`: `SOL_SOCKET` mirrored into ours, recorded until
+//! the family is settled), and `SOL_SCI` is ours (`SCI_INFO`, `SCI_NATIVE_FAMILY`,
+//! `SCI_SPIN_US`, `SCI_FABRIC`).
 
 use super::*;
 use crate::sys::net::{int_optval, put_option};
@@ -23,20 +22,7 @@ impl SciSock {
         if level == bindings::SOL_SCI as c_int {
             return self.set_sci_option(own, optname, val, len);
         }
-        let mut config = self.config.lock();
-        let native = self.native();
-        if level == bindings::SOL_SOCKET as c_int {
-            native.set_socket_option(optname, val, len)?;
-            // Ours only mirrors what the native socket accepted; what ours cannot hold
-            // (e.g. options the socket layer checks against TCP) stays native-only.
-            let _ = own.set_socket_option(optname, val, len);
-            own.set_buffer_sizes(native.buffer_sizes());
-            own.set_reuse_flags(native.reuse_flags());
-        } else {
-            native.set_option(level, optname, val, len)?;
-        }
-        config.record(level, optname, val, len)?;
-        drop(config);
+        let native = self.slot.setsockopt(own, level, optname, val, len)?;
         if level == bindings::SOL_TCP as c_int {
             self.push_if_ungathered(&native, optname);
         }
@@ -84,15 +70,7 @@ impl SciSock {
             self.spin_us.store(spin, Ordering::Relaxed);
             return Ok(());
         }
-        let family = value;
-        if family != bindings::AF_INET as c_int && family != bindings::AF_INET6 as c_int {
-            return Err(errno(bindings::EAFNOSUPPORT));
-        }
-        let mut config = self.config.lock();
-        if config.committed() && self.native().family() != family {
-            return Err(errno(bindings::EISCONN));
-        }
-        self.switch_family(own, &mut config, family).map(|_| ())
+        self.slot.set_family(own, value)
     }
 
     /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
