@@ -113,6 +113,15 @@ void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Time, addresses                                                            */
 
 double now(void);
+/*
+ * The least time a socket timeout of `s` seconds (SO_RCVTIMEO, SO_SNDTIMEO) may be
+ * measured to take with CLOCK_MONOTONIC: half of it. The kernel counts those timeouts
+ * in jiffies, which a TCG guest whose vCPU the loaded host did not run for a while has
+ * not advanced yet when the call starts, so the timer fires early by that much (seen:
+ * 57 ms of a 300 ms SO_RCVTIMEO, over plain TCP after a fallback's handover). Half still
+ * tells a timeout that is honoured from one that is ignored or zero.
+ */
+#define TIMEO_MIN(s) ((s) / 2.0)
 void msleep(int ms);
 const char *afname(int af);
 socklen_t mkaddr(int af, uint16_t port, struct sockaddr_storage *ss);
