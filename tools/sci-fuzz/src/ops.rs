@@ -1381,7 +1381,9 @@ impl<'a> Fuzzer<'a> {
         let p = if self.rng.chance(1, 8) {
             self.ctx.bad.pick(&mut self.rng)
         } else {
-            let p = self.a.data_at(&mut self.rng, len.min(4096));
+            // Room for the value or a name below whatever `len` says (a 1500 s run put a
+            // name at the zone's last 4 bytes: "arena write outside the arena").
+            let p = self.a.data_at(&mut self.rng, len.clamp(16, 4096));
             let v: i32 = match (level, name) {
                 (SOL_SCI, SCI_NATIVE_FAMILY) => self.rng.pick(&[
                     libc::AF_INET,
