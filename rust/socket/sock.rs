@@ -236,12 +236,12 @@ impl SciSock {
         self.slot.commit(own, addr)
     }
 
-    /// See [`NativeHooks::sync_error`].
+    /// See [`NativeHooks::sync_error`](crate::socket::native::NativeHooks::sync_error).
     fn sync_error(&self, own: &OwnSk, native: &Native) {
         self.slot.hooks().sync_error(own, native);
     }
 
-    /// See [`NativeHooks::consumed`].
+    /// See [`NativeHooks::consumed`](crate::socket::native::NativeHooks::consumed).
     fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
         self.slot.hooks().consumed(own, r)
     }

@@ -8,11 +8,11 @@
 //! peers, multicast and broadcast, ICMP errors, control messages, drops on a full
 //! receive buffer). As a stream socket's, the native socket is born `AF_INET` and is
 //! re-created as `AF_INET6` by `SCI_NATIVE_FAMILY` or by the first IPv6 address given to
-//! bind, connect or send ([`EarlyOptions`]); the first bind, connect or send commits it.
+//! bind, connect or send ([`NativeSlot`]); the first bind, connect or send commits it.
 //!
 //! Datagrams to a node of the fabric over an implicit SCI connection are the next step
 //! of this socket (`Documentation/af_sci.rst`, "Datagram sockets"): they will leave in
-//! [`SciDgram::sendmsg`] and arrive in [`SciDgram::recvmsg`] beside the native ones.
+//! its `sendmsg` and arrive in its `recvmsg` beside the native ones.
 
 pub(crate) mod adapter;
 
