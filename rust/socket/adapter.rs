@@ -13,7 +13,7 @@ use crate::control::PendingConnect;
 use crate::socket::dgram;
 use crate::socket::handover;
 use crate::socket::native::SockAddr;
-use crate::socket::proto_ops::{self, attach_new, drop_new, parts, state_of, Registered, SockObj};
+use crate::socket::proto_ops::{self, attach_new, drop_new, parts, state_of, SockObj};
 use crate::socket::registry::Registry;
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::{Accepted, SciSock};
@@ -217,12 +217,7 @@ unsafe extern "C" fn create(
     let state = unsafe { state_of::<SciSock>(own.as_ptr()) };
     match state.init_native(&own) {
         Ok(()) => {
-            state.set_registry_id(
-                state
-                    .stack()
-                    .sockets
-                    .insert(slot, Registered::new::<SciSock>(&own)),
-            );
+            state.register(&own, slot);
             0
         }
         Err(e) => {
@@ -298,12 +293,7 @@ unsafe extern "C" fn accept(
                 arm_failover(new_state);
             }
         }
-        new_state.set_registry_id(
-            new_state
-                .stack()
-                .sockets
-                .insert(slot, Registered::new::<SciSock>(&new_own)),
-        );
+        new_state.register(&new_own, slot);
     }
     0
 }

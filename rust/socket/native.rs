@@ -406,6 +406,15 @@ impl Native {
         unsafe { (*self.sk()).__sk_common.skc_family as c_int }
     }
 
+    /// `inet` or `inet6`, as fdinfo names the family.
+    pub(crate) fn family_name(&self) -> &'static str {
+        if self.family() == bindings::AF_INET6 as c_int {
+            "inet6"
+        } else {
+            "inet"
+        }
+    }
+
     /// Whether a connect was started on this socket and its outcome not yet reported
     /// by `connect()` (`SS_CONNECTING`): the next `connect()` belongs to that attempt.
     pub(crate) fn connect_started(&self) -> bool {

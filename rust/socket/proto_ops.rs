@@ -11,7 +11,7 @@
 //! table from [`shared`].
 
 use crate::socket::native::SockAddr;
-use crate::socket::registry::SockInfo;
+use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::{OwnSk, SkRef};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
@@ -19,6 +19,7 @@ use crate::sys::errno::{count_of, errno_of};
 use crate::sys::net::{File, Msg, OptVal, PollTable};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::str::CString;
 
@@ -74,6 +75,28 @@ impl Registered {
             sk: SkRef::new(own),
             info: info_of::<T>,
         }
+    }
+}
+
+/// A socket's place in its stack's registry: the id its entry got (0 until it joined).
+pub(crate) struct Membership(AtomicU64);
+
+impl Membership {
+    /// Not in the registry yet.
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    /// Enters `own`, whose state is a `T`, in `stack`'s registry, in `slot` (reserved
+    /// where failing was still possible).
+    pub(crate) fn join<T: SocketOps>(&self, stack: &Stack, own: &OwnSk, slot: Slot<Registered>) {
+        let id = stack.sockets.insert(slot, Registered::new::<T>(own));
+        self.0.store(id, Ordering::Relaxed);
+    }
+
+    /// Leaves `stack`'s registry: once this returns, no dump looks at the socket.
+    pub(crate) fn leave(&self, stack: &Stack) {
+        stack.sockets.remove(self.0.load(Ordering::Relaxed));
     }
 }
 

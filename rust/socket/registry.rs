@@ -4,6 +4,9 @@
 //! reports of each.
 
 use crate::config::rules::{FallbackReason, Ip, NodeId};
+use crate::socket::native::Native;
+use crate::socket::sk::OwnSk;
+use crate::sys::bindings;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 use kernel::sync::Mutex;
@@ -101,4 +104,36 @@ pub(crate) struct SockInfo {
     pub(crate) node: Option<NodeId>,
     /// `SOCK_STREAM` or `SOCK_DGRAM`.
     pub(crate) sock_type: u16,
+}
+
+impl SockInfo {
+    /// What the dump reports of `own`, a socket of `sock_type` whose bytes go over its
+    /// `native` socket (for `fallback`): the native socket's addresses (unset while the
+    /// port is 0; a failed connect keeps the address), state and queues. A stream socket
+    /// on the SCI path overrides what its connection says instead.
+    pub(crate) fn of_native(
+        own: &OwnSk,
+        native: &Native,
+        fallback: FallbackReason,
+        sock_type: u32,
+    ) -> Self {
+        let addrs = native.addrs();
+        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
+        let (recv_q, send_q) = native.queues();
+        Self {
+            family: addrs.family,
+            local: set(addrs.local),
+            peer: set(addrs.peer),
+            mode: bindings::sci_mode_SCI_MODE_NATIVE,
+            fallback,
+            state: native.state(),
+            queue_fill: 0,
+            recv_q,
+            send_q,
+            inode: own.inode(),
+            cookie: own.cookie(),
+            node: None,
+            sock_type: sock_type as u16,
+        }
+    }
 }

@@ -27,8 +27,8 @@ use crate::socket::handover;
 use crate::socket::join::JoinPoint;
 use crate::socket::native::{put_name, Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
-use crate::socket::proto_ops::SocketOps;
-use crate::socket::registry::SockInfo;
+use crate::socket::proto_ops::{Membership, Registered, SocketOps};
+use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
@@ -37,7 +37,7 @@ use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
-use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -98,8 +98,8 @@ pub(crate) struct SciSock {
     connecting: AtomicBool,
     /// Why the socket is native (`enum sci_fallback_reason`), decided at connect/accept.
     fallback: AtomicU32,
-    /// Id in the module's socket registry (0 until registered).
-    registry_id: AtomicU64,
+    /// Its entry in the socket registry.
+    registry: Membership,
     /// `SCI_SPIN_US`, or [`SPIN_DEFAULT`] to follow the module parameter.
     spin_us: AtomicU32,
     /// `SCI_FABRIC` 0: the socket stays on its native TCP socket (connect and listen).
@@ -137,7 +137,7 @@ impl SciSock {
             pending <- kernel::new_mutex!(None, "SciSock::pending"),
             connecting: AtomicBool::new(false),
             fallback: AtomicU32::new(FallbackReason::NoFabric as u32),
-            registry_id: AtomicU64::new(0),
+            registry: Membership::new(),
             spin_us: AtomicU32::new(SPIN_DEFAULT),
             opted_out: AtomicBool::new(false),
             handed_over: AtomicBool::new(false),
@@ -195,14 +195,9 @@ impl SciSock {
         }
     }
 
-    /// Records the id the socket registry gave this socket.
-    pub(crate) fn set_registry_id(&self, id: u64) {
-        self.registry_id.store(id, Ordering::Relaxed);
-    }
-
-    /// The id in the socket registry.
-    pub(crate) fn registry_id(&self) -> u64 {
-        self.registry_id.load(Ordering::Relaxed)
+    /// Enters the socket in the registry (`scictl sockets`), in `slot`.
+    pub(crate) fn register(&self, own: &OwnSk, slot: Slot<Registered>) {
+        self.registry.join::<Self>(&self.stack, own, slot);
     }
 
     /// Why the socket is native.
@@ -591,13 +586,8 @@ impl SciSock {
     /// and generation, the peer end's channel), which is where each end's segment is in the
     /// region's export directories.
     pub(crate) fn fdinfo(&self) -> Result<CString> {
-        let native = self.native();
         let conn = self.conn();
-        let family = if native.family() == bindings::AF_INET6 as c_int {
-            "inet6"
-        } else {
-            "inet"
-        };
+        let family = self.native().family_name();
         let reason = self.reason(conn.is_some()).name();
         match conn {
             None => CString::try_from_fmt(fmt!(
@@ -616,25 +606,12 @@ impl SciSock {
 
     /// What the netlink socket dump reports of this socket.
     pub(crate) fn diag(&self, own: &OwnSk) -> SockInfo {
-        let native = self.native();
-        let addrs = native.addrs();
-        // Unbound / unconnected while the port is 0 (a failed connect keeps the address).
-        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
-        let mut info = SockInfo {
-            family: addrs.family,
-            local: set(addrs.local),
-            peer: set(addrs.peer),
-            mode: bindings::sci_mode_SCI_MODE_NATIVE,
-            fallback: self.fallback_reason(),
-            state: native.state(),
-            queue_fill: 0,
-            recv_q: 0,
-            send_q: 0,
-            inode: own.inode(),
-            cookie: own.cookie(),
-            node: None,
-            sock_type: bindings::sock_type_SOCK_STREAM as u16,
-        };
+        let mut info = SockInfo::of_native(
+            own,
+            &self.native(),
+            self.fallback_reason(),
+            bindings::sock_type_SOCK_STREAM,
+        );
         if let Some(conn) = self.conn() {
             info.local = conn.local.ip_port().or(info.local);
             info.peer = conn.peer.ip_port();
@@ -646,7 +623,6 @@ impl SciSock {
             info.recv_q = info.queue_fill;
             info.send_q = u32::try_from(conn.outq()).unwrap_or(u32::MAX);
         } else {
-            (info.recv_q, info.send_q) = native.queues();
             // A listener's SCI connections waiting for accept() count as TCP's do.
             let queue = self.listen_queue.lock().clone();
             if let Some(queue) = queue {
@@ -660,7 +636,7 @@ impl SciSock {
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
-        self.stack.sockets.remove(self.registry_id());
+        self.registry.leave(&self.stack);
         self.cancel_pending(own);
         self.leave_join_point();
         {

@@ -106,6 +106,16 @@ pub(crate) fn put_option(value: &[u8], val: *mut core::ffi::c_char, len: *mut c_
         .write(&(value.len() as c_int))
 }
 
+/// `struct sci_info` (`SOL_SCI`/`SCI_INFO`) as bytes: four native-endian `__u32`, mode,
+/// fallback reason, native family and state.
+pub(crate) fn sci_info_bytes(fields: [u32; 4]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
+        chunk.copy_from_slice(&v.to_ne_bytes());
+    }
+    out
+}
+
 /// An `int` option value (`EINVAL` when `len` is shorter).
 pub(crate) fn int_optval(val: OptVal, len: core::ffi::c_uint) -> Result<c_int> {
     if (len as usize) < core::mem::size_of::<c_int>() {

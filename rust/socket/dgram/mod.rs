@@ -16,18 +16,17 @@
 
 pub(crate) mod adapter;
 
-use crate::config::rules::{FallbackReason, Ip};
+use crate::config::rules::FallbackReason;
 use crate::socket::native::{Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
-use crate::socket::proto_ops::{Registered, SocketOps};
+use crate::socket::proto_ops::{Membership, Registered, SocketOps};
 use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{int_optval, put_option, File, Msg, OptVal, EPOLLERR};
+use crate::sys::net::{int_optval, put_option, sci_info_bytes, File, Msg, OptVal, EPOLLERR};
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
-use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -39,8 +38,8 @@ pub(crate) struct SciDgram {
     /// Its native UDP socket; final once bound, connected or sent from.
     #[pin]
     slot: NativeSlot,
-    /// Id in the module's socket registry (0 until registered).
-    registry_id: AtomicU64,
+    /// Its entry in the socket registry.
+    registry: Membership,
     /// What the socket reaches below it: the registry.
     stack: Arc<Stack>,
 }
@@ -51,18 +50,14 @@ impl SciDgram {
     pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
         pin_init!(Self {
             slot <- NativeSlot::new(NativeKind::Udp, kern),
-            registry_id: AtomicU64::new(0),
+            registry: Membership::new(),
             stack,
         })
     }
 
     /// Enters the socket in the registry (`scictl sockets --udp`), in `slot`.
     pub(crate) fn register(&self, own: &OwnSk, slot: Slot<Registered>) {
-        let id = self
-            .stack
-            .sockets
-            .insert(slot, Registered::new::<Self>(own));
-        self.registry_id.store(id, Ordering::Relaxed);
+        self.registry.join::<Self>(&self.stack, own, slot);
     }
 
     /// Creates the native socket of a new socket (born `AF_INET`).
@@ -105,17 +100,12 @@ impl SciDgram {
     /// connected, as UDP keeps it, else `TCP_CLOSE`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
-        let fields = [
+        sci_info_bytes([
             bindings::sci_mode_SCI_MODE_NATIVE,
             FallbackReason::NoFabric.as_u32(),
             native.family() as u32,
             u32::from(native.state()),
-        ];
-        let mut out = [0u8; 16];
-        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
-            chunk.copy_from_slice(&v.to_ne_bytes());
-        }
-        out
+        ])
     }
 }
 
@@ -219,37 +209,19 @@ impl SocketOps for SciDgram {
         }
     }
 
-    /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
-    /// its type).
     fn diag(&self, own: &OwnSk) -> SockInfo {
-        let native = self.native();
-        let addrs = native.addrs();
-        // Unbound / unconnected while the port is 0.
-        let set = |(ip, port): (Ip, u16)| (port != 0).then_some((ip, port));
-        let (recv_q, send_q) = native.queues();
-        SockInfo {
-            family: addrs.family,
-            local: set(addrs.local),
-            peer: set(addrs.peer),
-            mode: bindings::sci_mode_SCI_MODE_NATIVE,
-            fallback: FallbackReason::NoFabric,
-            state: native.state(),
-            queue_fill: 0,
-            recv_q,
-            send_q,
-            inode: own.inode(),
-            cookie: own.cookie(),
-            node: None,
-            sock_type: bindings::sock_type_SOCK_DGRAM as u16,
-        }
+        SockInfo::of_native(
+            own,
+            &self.native(),
+            FallbackReason::NoFabric,
+            bindings::sock_type_SOCK_DGRAM,
+        )
     }
 
+    /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
+    /// its type).
     fn fdinfo(&self) -> Result<CString> {
-        let family = if self.native().family() == bindings::AF_INET6 as c_int {
-            "inet6"
-        } else {
-            "inet"
-        };
+        let family = self.native().family_name();
         let reason = FallbackReason::NoFabric.name();
         CString::try_from_fmt(fmt!(
             "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
@@ -260,9 +232,7 @@ impl SocketOps for SciDgram {
     /// `close(2)`: the native socket closes (and its queued datagrams go with it).
     fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
-        self.stack
-            .sockets
-            .remove(self.registry_id.load(Ordering::Relaxed));
+        self.registry.leave(&self.stack);
         self.slot.release();
         own.set_state(bindings::TCP_CLOSE);
     }

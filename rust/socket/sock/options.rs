@@ -6,7 +6,7 @@
 //! `SCI_SPIN_US`, `SCI_FABRIC`).
 
 use super::*;
-use crate::sys::net::{int_optval, put_option};
+use crate::sys::net::{int_optval, put_option, sci_info_bytes};
 
 impl SciSock {
     /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
@@ -134,7 +134,7 @@ impl SciSock {
     fn info(&self) -> [u8; 16] {
         let native = self.native();
         let sci = self.conn().is_some();
-        let fields = [
+        sci_info_bytes([
             if sci {
                 bindings::sci_mode_SCI_MODE_SCI
             } else {
@@ -146,11 +146,6 @@ impl SciSock {
                 Some(conn) => self.sci_tcp_state(&conn),
                 None => u32::from(native.state()),
             },
-        ];
-        let mut out = [0u8; 16];
-        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
-            chunk.copy_from_slice(&v.to_ne_bytes());
-        }
-        out
+        ])
     }
 }
