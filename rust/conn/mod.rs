@@ -14,15 +14,18 @@
 //! doorbell only when asked, and the doorbell wakes the socket.
 //!
 //! Small writes are gathered as TCP does (Nagle, `TCP_CORK`, `MSG_MORE`): see `nagle.rs`.
-//! `send` and `recv` themselves are in `transfer.rs`, a lost fabric path in `moving.rs`;
+//! `send` and `recv` themselves are in `transfer.rs`, a lost fabric path in `moving.rs`,
+//! the datagrams of an implicit connection in `datagram.rs`;
 //! this file holds the connection's state, setup, readiness and teardown.
 
 pub(crate) mod addr;
+mod datagram;
 mod moving;
 mod nagle;
 mod read_sock;
 mod transfer;
 
+pub(crate) use datagram::{Received, Sent};
 pub(crate) use moving::Mover;
 pub(crate) use nagle::{Gathering, HeldSlots};
 

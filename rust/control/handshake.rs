@@ -6,7 +6,7 @@
 //! through the TCP byte stream; every answer is checked against the memory it names
 //! before a connection is built on it.
 
-use super::Plane;
+use super::{DatagramPort, ListenQueue, Plane};
 use crate::conn::addr::{self, Addr};
 use crate::conn::{once_a_second, Conn, Phase};
 use crate::fabric::NodeId;
@@ -18,6 +18,7 @@ use crate::sys::bindings;
 use crate::sys::errno::errno;
 use core::sync::atomic::AtomicI64;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 impl Plane<'_> {
     /// Serves one inbound control frame (listener kthread).
@@ -155,10 +156,17 @@ impl Plane<'_> {
         if from != self.fabric.local_node() && request.namespace != 0 {
             return self.reject(from, request, RejectReason::NoListener);
         }
-        let Some(queue) = self
-            .table
-            .listener(dst_ip, request.dst_port, request.namespace)
-        else {
+        let target = if request.datagram {
+            self.table
+                .datagram_ports
+                .find(dst_ip, request.dst_port, request.namespace)
+                .map(|(addr, port)| (addr.v6, Target::Port(port)))
+        } else {
+            self.table
+                .listener(dst_ip, request.dst_port, request.namespace)
+                .map(|queue| (queue.addr.v6, Target::Listener(queue)))
+        };
+        let Some((v6, target)) = target else {
             return self.reject(from, request, RejectReason::NoListener);
         };
         let Ok(client_seg) = self.fabric.map_segment(from, request.src.slot) else {
@@ -197,8 +205,8 @@ impl Plane<'_> {
         if from != self.fabric.local_node() && self.table.peer_slot_held(from, request.src.slot) {
             return self.reject(from, request, RejectReason::BadOffer);
         }
-        let local = Addr::inet(dst_ip, request.dst_port, queue.addr.v6);
-        let peer = Addr::inet(src_ip, request.src_port, queue.addr.v6);
+        let local = Addr::inet(dst_ip, request.dst_port, v6);
+        let peer = Addr::inet(src_ip, request.src_port, v6);
         let client = Some((request.src.generation, offer.start));
         let conn = match self.new_conn(from, client, local, peer) {
             Ok(conn) => conn,
@@ -210,7 +218,12 @@ impl Plane<'_> {
             return self.reject(from, request, RejectReason::BadOffer);
         }
         let accept = Frame::accept(request, conn.id, conn.offer()).encode_bytes();
-        if let Err(conn) = queue.push(conn) {
+        let taken = match target {
+            Target::Listener(queue) => queue.push(conn),
+            // A datagram socket takes its end at once: no accept().
+            Target::Port(port) => port.attach(conn),
+        };
+        if let Err(conn) = taken {
             conn.set_never_shared();
             self.free_conn(&conn);
             return self.reject(from, request, RejectReason::BacklogFull);
@@ -220,6 +233,13 @@ impl Plane<'_> {
         }
         let _ = self.fabric.send_control(from, &accept);
     }
+}
+
+/// Who serves a connect request: a listener (its end waits for `accept()`), or for a
+/// request with the datagram flag a bound datagram socket (`datagram_ports.rs`).
+enum Target {
+    Listener(Arc<ListenQueue>),
+    Port(Arc<dyn DatagramPort>),
 }
 
 /// Why a listener's answer could not be taken (the connect then falls back to TCP).

@@ -21,6 +21,7 @@
 //! socket layer implements.
 
 pub(crate) mod connector;
+mod datagram_ports;
 mod handshake;
 mod inbox;
 mod listen_queue;
@@ -28,10 +29,11 @@ mod refusals;
 mod table;
 
 pub(crate) use connector::PendingConnect;
+pub(crate) use datagram_ports::DatagramPort;
 pub(crate) use listen_queue::ListenQueue;
 pub(crate) use refusals::Destination;
 
-use crate::conn::addr::Addr;
+use crate::conn::addr::{Addr, ListenAddr};
 use crate::conn::{Conn, Release, MAX_CONNS, RING_LOG2};
 use crate::fabric::{Fabric, FabricEvents, NodeId};
 use crate::proto::frame::ConnId;
@@ -125,8 +127,8 @@ impl ControlPlane {
         })
     }
 
-    /// The plane's operations.
-    fn plane(&self) -> Plane<'_> {
+    /// The plane's operations (a datagram socket ends its implicit connections with them).
+    pub(crate) fn plane(&self) -> Plane<'_> {
         self.parts.plane()
     }
 
@@ -181,6 +183,24 @@ impl ControlPlane {
     /// See [`Plane::unlisten`].
     pub(crate) fn unlisten(&self, queue: &ListenQueue) {
         self.plane().unlisten(queue)
+    }
+
+    /// Makes a bound datagram socket reachable for implicit connections to `addr`
+    /// (`datagram_ports.rs`); `EADDRINUSE` when another socket bound there is.
+    pub(crate) fn bind_datagram(&self, addr: ListenAddr, port: Arc<dyn DatagramPort>) -> Result {
+        self.parts.table.datagram_ports.add(addr, port)?;
+        let node = self.parts.fabric.local_node();
+        self.parts
+            .table
+            .refusals
+            .lock()
+            .forget_port(node, addr.port);
+        Ok(())
+    }
+
+    /// Makes a datagram socket unreachable (its connections are its own to end).
+    pub(crate) fn unbind_datagram(&self, port: &Arc<dyn DatagramPort>) {
+        self.parts.table.datagram_ports.remove(port)
     }
 }
 
@@ -332,6 +352,9 @@ impl Plane<'_> {
         }
         if due {
             self.table.last_sweep_ms.store(now, Ordering::Relaxed);
+            for port in self.table.datagram_ports.all().iter() {
+                port.sweep(self, now);
+            }
         }
         let used = due && self.table.used.load(Ordering::Relaxed) != 0;
         let closing = self.table.closing.load(Ordering::Relaxed) != 0;

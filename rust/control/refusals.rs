@@ -9,8 +9,11 @@
 //! refusal is remembered for a short time, and connects to the same destination fall
 //! back at once (reason `peer-rejected`, as before; counted apart in the statistics).
 //!
-//! A destination is its node, address, port and the namespace cookie its request named.
-//! A listener that opens on this node forgets this node's refusals of its port at once;
+//! A destination is its node, address, port, the namespace cookie its request named and
+//! whether it was for a datagram socket (the implicit connections of `socket/dgram/`
+//! are refused when no `AF_SCI` datagram socket is bound there, and remembered alike).
+//! A listener (or datagram socket) that opens on this node forgets this node's refusals
+//! of its port at once;
 //! another node's new listener is found when the memory expires. [`SLOTS`] destinations
 //! are kept; a new one takes the place of the oldest.
 
@@ -31,6 +34,9 @@ pub(crate) struct Destination {
     pub(crate) port: u16,
     /// The namespace cookie the request named (0: another node's initial namespace).
     pub(crate) namespace: u64,
+    /// A request for an implicit connection between datagram sockets: a UDP port and a
+    /// TCP port of one number are different destinations.
+    pub(crate) datagram: bool,
 }
 
 /// One remembered refusal.

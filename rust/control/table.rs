@@ -11,6 +11,7 @@
 //! [`Plane`](super::Plane).
 
 use super::connector::Connector;
+use super::datagram_ports::DatagramPorts;
 use super::inbox::{Dropped, Inbox};
 use super::listen_queue::ListenQueue;
 use super::refusals::Refusals;
@@ -82,6 +83,9 @@ pub(crate) struct Table {
     /// Destinations that refused an SCI connect lately.
     #[pin]
     pub(super) refusals: SpinLock<Refusals>,
+    /// The datagram sockets implicit connections reach.
+    #[pin]
+    pub(super) datagram_ports: DatagramPorts,
 }
 
 /// What the fabric delivers.
@@ -117,6 +121,7 @@ impl Table {
         let inbox = Inbox::new()?;
         let held = Arc::new(HeldSlots::new(), GFP_KERNEL)?;
         let refusals = Refusals::new()?;
+        let datagram_ports = DatagramPorts::new()?;
         Ok(try_pin_init!(Self {
             conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
             listeners <- kernel::new_spinlock!(listeners, "control::Table::listeners"),
@@ -129,6 +134,7 @@ impl Table {
             reclaim_now: AtomicBool::new(false),
             last_sweep_ms: AtomicI64::new(0),
             refusals <- kernel::new_spinlock!(refusals, "control::Table::refusals"),
+            datagram_ports <- datagram_ports,
         }? Error))
     }
 

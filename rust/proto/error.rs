@@ -25,6 +25,9 @@ pub(crate) enum ProtocolError {
     CursorBeyondCapacity,
     /// The producer cursor moved after the peer said it was done writing.
     DataAfterDone,
+    /// A datagram record's header is not one (its length fails its complement), or
+    /// names more than a record carries or than the queue published (`record.rs`).
+    BadRecord,
     /// The caller asked to stage or consume more bytes than were offered.
     /// A caller bug; the endpoint is unchanged.
     Overrun,

@@ -7,7 +7,7 @@
 //! CRC) stored last:
 //!
 //! ```text
-//! 0x00 u32 magic "SCIM"   0x04 u8 version   0x05 u8 kind   0x06 u16 reserved (0)
+//! 0x00 u32 magic "SCIM"   0x04 u8 version   0x05 u8 kind   0x06 u16 flags
 //! 0x08 u32 src slot       0x0c u32 src generation     (the sender's connection id)
 //! 0x10 u32 dst slot       0x14 u32 dst generation     (the receiver's; NONE in a request)
 //! 0x18 u16 src port       0x1a u16 dst port           (host order)
@@ -34,6 +34,12 @@
 //! node can know (a loopback connection stays inside its namespace, as TCP
 //! over `lo` does).
 //!
+//! The flags are 0 but in a request for an implicit connection of datagram
+//! sockets and in its accept, which carry [`FLAG_DATAGRAM`]: such a request is
+//! served by the datagram socket bound to the destination address and port, not
+//! by a listener (seed §5.1.7). A node that does not know the flag drops the
+//! request as malformed, and the sender's datagrams go on over UDP.
+//!
 //! Version 1 frames (64 bytes, no addresses) are refused as a version
 //! mismatch.
 
@@ -45,6 +51,9 @@ use super::ring::{self, RingGeometry, CREDIT_AREA_SIZE};
 pub(crate) const FRAME_SIZE: usize = 128;
 /// Frame size in words.
 pub(crate) const FRAME_WORDS: usize = 16;
+/// The flag of a request (and its accept) for an implicit connection between
+/// datagram sockets.
+pub(crate) const FLAG_DATAGRAM: u16 = 1;
 /// `"SCIM"` as a little-endian u32.
 pub(crate) const FRAME_MAGIC: u32 = u32::from_le_bytes(*b"SCIM");
 /// The frame format version this code speaks.
@@ -355,6 +364,9 @@ pub(crate) struct Frame {
     pub(crate) reason: Reason,
     /// The sender's receive queue (requests and accepts; zero otherwise).
     pub(crate) offer: QueueOffer,
+    /// A request (or its accept) for an implicit connection between datagram
+    /// sockets ([`FLAG_DATAGRAM`]).
+    pub(crate) datagram: bool,
 }
 
 /// Why a frame was refused by [`Frame::decode`].
@@ -418,6 +430,7 @@ impl Frame {
                 credit_area: 0,
                 start: 0,
             },
+            datagram: false,
         }
     }
 
@@ -441,6 +454,12 @@ impl Frame {
         f
     }
 
+    /// The same request, for an implicit connection between datagram sockets.
+    pub(crate) const fn for_datagrams(mut self) -> Self {
+        self.datagram = true;
+        self
+    }
+
     /// The answer to `request`: accepted by the listener's connection `src`,
     /// offering the listener's receive queue.
     pub(crate) const fn accept(request: &Frame, src: ConnId, offer: QueueOffer) -> Self {
@@ -452,6 +471,7 @@ impl Frame {
         f.src_ip = request.dst_ip;
         f.dst_ip = request.src_ip;
         f.offer = offer;
+        f.datagram = request.datagram;
         f
     }
 
@@ -496,9 +516,15 @@ impl Frame {
         let (dst_family, dst_addr) = dst_ip.to_wire();
         let [src_lo, src_hi] = WireIp::words(src_addr);
         let [dst_lo, dst_hi] = WireIp::words(dst_addr);
+        let flags = if self.datagram && carries_offer {
+            FLAG_DATAGRAM
+        } else {
+            0
+        };
         let w0 = (FRAME_MAGIC as u64)
             | ((FRAME_VERSION as u64) << 32)
-            | ((self.kind.to_wire() as u64) << 40);
+            | ((self.kind.to_wire() as u64) << 40)
+            | ((flags as u64) << 48);
         let w3 = (self.src_port as u64)
             | ((self.dst_port as u64) << 16)
             | ((offer.ring_log2 as u64) << 32)
@@ -549,12 +575,17 @@ impl Frame {
         if field32(last, 32) != frame_crc(words) {
             return Err(FrameError::BadChecksum);
         }
-        if w0 >> 48 != 0 || (r1 | r2 | r3) != 0 {
+        if (r1 | r2 | r3) != 0 {
             return Err(FrameError::Malformed);
         }
         let kind = match FrameKind::from_wire(field8(w0, 40)) {
             Some(k) => k,
             None => return Err(FrameError::Malformed),
+        };
+        let datagram = match field16(w0, 48) {
+            0 => false,
+            FLAG_DATAGRAM if kind.carries_offer() => true,
+            _ => return Err(FrameError::Malformed),
         };
         let reason = match reason_from_wire(kind, field8(w3, 40)) {
             Some(r) => r,
@@ -584,6 +615,7 @@ impl Frame {
             namespace,
             reason,
             offer,
+            datagram,
         };
         let no_offer = offer.ring_log2 == 0 && w4 == 0 && w5 == 0 && w6 == 0;
         let no_ips = src_ip == WireIp::None && dst_ip == WireIp::None;

@@ -224,6 +224,7 @@ pub(crate) mod liveness;
 pub(crate) mod mailbox;
 pub(crate) mod pages;
 pub(crate) mod queue;
+pub(crate) mod record;
 pub(crate) mod region;
 pub(crate) mod resume;
 pub(crate) mod ring;

@@ -616,6 +616,12 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         e
     }
 
+    /// Latches an error the caller found in what the peer wrote (a bad datagram record:
+    /// `record.rs`), as if the queue had found it; returns it.
+    pub(crate) fn fail_with(&mut self, e: ProtocolError) -> ProtocolError {
+        self.fail(e)
+    }
+
     /// Bytes available by the last validated producer cursor (no memory access).
     pub(crate) fn available(&self) -> u64 {
         cursor::distance(self.consumed, self.prod_seen)

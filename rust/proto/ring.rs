@@ -232,6 +232,31 @@ impl Spans {
         }
     }
 
+    /// The region's first `n` bytes and the rest (a record's header and its payload).
+    pub(crate) fn split_at(self, n: usize) -> (Spans, Spans) {
+        let head = self.truncate(n);
+        let first_len = self.first.len.saturating_sub(n);
+        let rest_n = n.saturating_sub(self.first.len);
+        let tail = if first_len > 0 {
+            Spans {
+                first: Span {
+                    off: self.first.off.saturating_add(n),
+                    len: first_len,
+                },
+                second: self.second,
+            }
+        } else {
+            Spans {
+                first: Span {
+                    off: self.second.off.saturating_add(rest_n),
+                    len: self.second.len.saturating_sub(rest_n),
+                },
+                second: Span::default(),
+            }
+        };
+        (head, tail)
+    }
+
     /// The non-empty spans, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = Span> {
         [self.first, self.second].into_iter().filter(|s| s.len != 0)

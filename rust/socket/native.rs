@@ -439,6 +439,25 @@ impl Native {
         (recv_q, send_q)
     }
 
+    /// A UDP socket whose reader asked for control messages (`IP_PKTINFO`, timestamps,
+    /// ...): datagrams from an implicit SCI connection carry none, so it takes none.
+    pub(crate) fn wants_cmsg(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
+        unsafe { bindings::sci_udp_wants_cmsg(self.sk()) }
+    }
+
+    /// A UDP socket that sends each datagram as given (not corked, not segmenting).
+    pub(crate) fn sends_plain(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits and the pending word.
+        unsafe { bindings::sci_udp_sends_plain(self.sk()) }
+    }
+
+    /// A UDP socket that a read finds something in now (a datagram, or an error).
+    pub(crate) fn readable(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads queue heads locklessly, as poll does.
+        unsafe { bindings::sci_udp_readable(self.sk()) }
+    }
+
     /// The TCP state (`TCP_ESTABLISHED`, ...).
     pub(crate) fn state(&self) -> u8 {
         // SAFETY: `sk` is live; a racy read of a byte is what `sk_state` readers do.

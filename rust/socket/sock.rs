@@ -268,7 +268,7 @@ impl SciSock {
             // Reachable over SCI too at the address it is bound to; if that address is
             // already served over SCI (SO_REUSEPORT), this socket takes TCP only.
             let plane = &self.stack.plane;
-            if let Some(addr) = self.listen_addr(own, &native) {
+            if let Some(addr) = listen_addr(own, &native) {
                 let queue = ListenQueue::new(addr, own.wake_token())?;
                 let join = JoinPoint::new(
                     native,
@@ -283,24 +283,6 @@ impl SciSock {
             }
         }
         Ok(())
-    }
-
-    /// What a listening native socket is bound to, as SCI requests are matched; `None`
-    /// for an address the SCI path does not serve (link-local IPv6).
-    fn listen_addr(&self, own: &OwnSk, native: &Native) -> Option<ListenAddr> {
-        let (ip, port) = native.addrs().local;
-        if is_link_local(ip) {
-            return None;
-        }
-        let (namespace, init_ns) = own.namespace();
-        Some(ListenAddr {
-            ip: (!ip.is_unspecified()).then(|| ip.canonical()),
-            port,
-            v6: native.family() == bindings::AF_INET6 as c_int,
-            v6only: native.v6only(),
-            namespace,
-            init_ns,
-        })
     }
 
     /// `accept(2)`: the next native connection; the adapter wraps it in a new socket.
@@ -732,4 +714,23 @@ impl SocketOps for SciSock {
     fn release(&self, own: &OwnSk) {
         SciSock::release(self, own)
     }
+}
+
+/// What a bound native socket is bound to, as SCI requests are matched (a stream
+/// listener's, a datagram socket's); `None` for an address the SCI path does not serve
+/// (link-local IPv6).
+pub(crate) fn listen_addr(own: &OwnSk, native: &Native) -> Option<ListenAddr> {
+    let (ip, port) = native.addrs().local;
+    if is_link_local(ip) {
+        return None;
+    }
+    let (namespace, init_ns) = own.namespace();
+    Some(ListenAddr {
+        ip: (!ip.is_unspecified()).then(|| ip.canonical()),
+        port,
+        v6: native.family() == bindings::AF_INET6 as c_int,
+        v6only: native.v6only(),
+        namespace,
+        init_ns,
+    })
 }

@@ -64,6 +64,26 @@ pub(crate) fn accept_arg_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
     unsafe { (*arg).flags }
 }
 
+/// Whether a message to send carries control messages (`IP_PKTINFO`, `UDP_SEGMENT`, ...).
+pub(crate) fn msg_has_control(msg: Msg) -> bool {
+    // SAFETY: the socket layer passes a live message; the helper reads a field.
+    unsafe { bindings::sci_msg_has_control(msg) }
+}
+
+/// Gives a received datagram's source address (`addr`, a `sockaddr_in`/`sockaddr_in6`)
+/// to a caller that asked for it (`msg_name`).
+pub(crate) fn set_msg_name(msg: Msg, addr: &[u8]) {
+    // SAFETY: the socket layer passes a live message whose `msg_name`, when set, has room
+    // for a `sockaddr_storage`; the helper checks the length against it.
+    unsafe { bindings::sci_msg_set_name(msg, addr.as_ptr().cast(), addr.len() as c_int) }
+}
+
+/// Adds `flags` (`MSG_TRUNC`) to a received message's flags.
+pub(crate) fn set_msg_flags(msg: Msg, flags: u32) {
+    // SAFETY: the socket layer passes a live message.
+    unsafe { bindings::sci_msg_set_flags(msg, flags as c_int) }
+}
+
 /// Opaque arguments that are passed through to the native socket unchanged.
 pub(crate) type Msg = *mut bindings::msghdr;
 /// A `struct file` of a socket (only ever passed through).

@@ -44,6 +44,13 @@ pub(crate) fn refusal_ms() -> u32 {
     unsafe { bindings::sci_refusal_ms_param() }
 }
 
+/// The `dgram_idle_ms` module parameter: how long an implicit connection between datagram
+/// sockets lasts without a datagram (`socket/dgram/implicit.rs`).
+pub(crate) fn dgram_idle_ms() -> u32 {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_dgram_idle_ms_param() }
+}
+
 /// Whether the `sci_loopback` module parameter enables the SCI data path.
 pub(crate) fn sci_loopback_enabled() -> bool {
     // SAFETY: reads a module parameter.

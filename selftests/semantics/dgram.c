@@ -794,3 +794,200 @@ void t_dgram_peek_off(void)
 	close(a);
 	close(b);
 }
+
+/*
+ * The fabric path (implicit SCI connections). Over UDP these cases check what any
+ * datagram socket must do; when the SCI path is expected (--family sci or the preload,
+ * --expect-mode sci), they first wait until the destination's implicit connection is up
+ * and then assert that the datagrams took it.
+ */
+
+static bool sci_path_expected(void)
+{
+	return g_expect_sci && g_expect_mode == SCI_MODE_SCI;
+}
+
+/* SCI_INFO mode of an AF_SCI socket (-1 for any other). */
+static int sci_mode_of(int fd)
+{
+	struct sci_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len) < 0)
+		return -1;
+	return (int)info.mode;
+}
+
+/*
+ * The number after `word` on fd's "/proc/self/fdinfo" line starting with `key`
+ * ("sci-datagrams", "sent"): -1 when there is none.
+ */
+static long fdinfo_field(int fd, const char *key, const char *word)
+{
+	char path[64], line[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		FAIL("%s: %s", path, ename(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char *at;
+
+		if (strncmp(line, key, strlen(key)) || line[strlen(key)] != ':')
+			continue;
+		at = strstr(line, word);
+		if (at)
+			v = strtol(at + strlen(word), NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+/*
+ * Sends datagrams from b to a (each received before the next) until the implicit
+ * connection from b to a is up at both ends (SCI_INFO mode sci), when the SCI path is
+ * expected: it comes up in the background after the first datagram, which went over
+ * UDP. At most 20 s (a loaded host); otherwise one datagram.
+ */
+static void await_fabric(int a, int b, const struct sockaddr_storage *aa)
+{
+	double end = now() + 20;
+	char buf[16];
+	int sent = 0;
+
+	do {
+		send_to(b, "ping", 4, aa);
+		EXPECT_EQ(recv_one(a, buf, sizeof(buf), 0, NULL), 4);
+		sent++;
+		if (!sci_path_expected())
+			return;
+		if (sci_mode_of(a) == SCI_MODE_SCI && sci_mode_of(b) == SCI_MODE_SCI)
+			return;
+	} while (now() < end);
+	FAIL("no implicit SCI connection after %d datagrams in 20 s (modes %d, %d)", sent,
+	     sci_mode_of(a), sci_mode_of(b));
+}
+
+/* Datagram i of a test run: its length and pattern seed. */
+static size_t nth_len(unsigned i)
+{
+	return 1 + (i * 97) % 700;
+}
+
+void t_dgram_fabric_path(void)
+{
+	enum { N = 64 };
+	struct sockaddr_storage aa, ba, from;
+	char out[1024], in[1024];
+	long sent0 = 0, recv0 = 0;
+	unsigned i;
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	if (sci_path_expected()) {
+		sent0 = fdinfo_field(b, "sci-datagrams", "sent");
+		recv0 = fdinfo_field(a, "sci-datagrams", "received");
+	}
+	/* A burst, then every datagram whole, in order, from b. */
+	for (i = 0; i < N; i++) {
+		fill_pattern(out, nth_len(i), i);
+		send_to(b, out, nth_len(i), &aa);
+	}
+	for (i = 0; i < N; i++) {
+		fill_pattern(out, nth_len(i), i);
+		EXPECT_EQ(recv_one(a, in, sizeof(in), 0, &from), nth_len(i));
+		CHECK(!memcmp(in, out, nth_len(i)), "datagram %u differs", i);
+		CHECK(ss_port(&from) == ss_port(&ba), "datagram %u from %s, expected %s", i,
+		      ss_str(&from), ss_str(&ba));
+	}
+	if (sci_path_expected()) {
+		long sent = fdinfo_field(b, "sci-datagrams", "sent") - sent0;
+		long got = fdinfo_field(a, "sci-datagrams", "received") - recv0;
+
+		CHECK(sent == N && got == N, "over SCI: %ld sent, %ld received, of %d", sent, got, N);
+	}
+	/* And back: a's answers to b take their own implicit connection. */
+	await_fabric(b, a, &ba);
+	for (i = 0; i < N; i++) {
+		fill_pattern(out, nth_len(i), 1000 + i);
+		send_to(a, out, nth_len(i), &ba);
+		EXPECT_EQ(recv_one(b, in, sizeof(in), 0, &from), nth_len(i));
+		CHECK(!memcmp(in, out, nth_len(i)), "answer %u differs", i);
+		CHECK(ss_port(&from) == ss_port(&aa), "answer %u from %s", i, ss_str(&from));
+	}
+	close(a);
+	close(b);
+}
+
+void t_dgram_fabric_unread(void)
+{
+	enum { N = 2000, LEN = 1000 };
+	struct sockaddr_storage aa, ba;
+	char buf[LEN];
+	unsigned i, ok = 0, got = 0;
+	long last = -1;
+	int a, b;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	/* A receiver that does not read: the sender never waits; what finds no room drops. */
+	for (i = 0; i < N; i++) {
+		ssize_t n;
+
+		memset(buf, 0, sizeof(buf));
+		memcpy(buf, &i, sizeof(i));
+		n = sendto(b, buf, LEN, MSG_DONTWAIT, (struct sockaddr *)&aa, ss_len(&aa));
+		if (n == LEN)
+			ok++;
+		else if (sci_path_expected() || (errno != EAGAIN && errno != ENOBUFS))
+			FAIL("send %u: %zd (%s)", i, n, n < 0 ? ename(errno) : "short");
+	}
+	if (sci_path_expected()) {
+		CHECK(ok == N, "%u of %d sends took", ok, N);
+		CHECK(fdinfo_field(b, "sci-datagrams", "dropped") > 0,
+		      "a full ring dropped nothing (counted: %ld)",
+		      fdinfo_field(b, "sci-datagrams", "dropped"));
+	}
+	/* What waits is whole datagrams, in the order sent. */
+	while (recv(a, buf, sizeof(buf), MSG_DONTWAIT) == LEN) {
+		unsigned seq;
+
+		memcpy(&seq, buf, sizeof(seq));
+		CHECK((long)seq > last && seq < N, "datagram %u after %ld", seq, last);
+		last = seq;
+		got++;
+	}
+	CHECK(got > 0 && got < N, "%u of %d datagrams waited for a reader that did not read",
+	      got, N);
+	/* Read, the receiver has room again. */
+	send_to(b, "again", 5, &aa);
+	EXPECT_EQ(recv_one(a, buf, sizeof(buf), 0, NULL), 5);
+	close(a);
+	close(b);
+}
+
+void t_dgram_fabric_rebind(void)
+{
+	struct sockaddr_storage aa, ba, from;
+	char buf[64];
+	int a, b, i;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	/* The receiver goes; a new socket takes its port: b's datagrams reach the new one. */
+	close(a);
+	a = ut_dgram(AF_INET);
+	SYS(bind(a, (struct sockaddr *)&aa, ss_len(&aa)));
+	for (i = 0; i < 20; i++) {
+		snprintf(buf, sizeof(buf), "after %d", i);
+		send_to(b, buf, strlen(buf), &aa);
+		EXPECT_EQ(recv_one(a, buf, sizeof(buf), 0, &from), strlen(buf));
+		CHECK(ss_port(&from) == ss_port(&ba), "from %s", ss_str(&from));
+	}
+	await_fabric(a, b, &aa);
+	close(a);
+	close(b);
+}

@@ -127,6 +127,9 @@ static const struct test tests[] = {
 	{ "dgram_plain_peer", t_dgram_plain_peer, 0, false },
 	{ "dgram_many", t_dgram_many, 0, false },
 	{ "dgram_peek_off", t_dgram_peek_off, 0, false },
+	{ "dgram_fabric_path", t_dgram_fabric_path, 0, false },
+	{ "dgram_fabric_unread", t_dgram_fabric_unread, 0, false },
+	{ "dgram_fabric_rebind", t_dgram_fabric_rebind, 0, false },
 	/* TABLE-END */
 };
 

@@ -123,6 +123,9 @@ void t_dgram_fork(void);
 void t_dgram_plain_peer(void);
 void t_dgram_many(void);
 void t_dgram_peek_off(void);
+void t_dgram_fabric_path(void);
+void t_dgram_fabric_unread(void);
+void t_dgram_fabric_rebind(void);
 
 /* sci_only.c */
 void t_sci_types(void);

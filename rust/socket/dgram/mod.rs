@@ -10,27 +10,39 @@
 //! re-created as `AF_INET6` by `SCI_NATIVE_FAMILY` or by the first IPv6 address given to
 //! bind, connect or send ([`NativeSlot`]); the first bind, connect or send commits it.
 //!
-//! Datagrams to a node of the fabric over an implicit SCI connection are the next step
-//! of this socket (`Documentation/af_sci.rst`, "Datagram sockets"): they will leave in
-//! its `sendmsg` and arrive in its `recvmsg` beside the native ones.
+//! Datagrams to a node of the fabric go over implicit SCI connections once the socket is
+//! bound ([`implicit`]): they leave in its `sendmsg` and arrive in its `recvmsg` beside the
+//! native ones, and `poll` reports both.
 
 pub(crate) mod adapter;
+pub(crate) mod implicit;
 
-use crate::config::rules::FallbackReason;
+use crate::config::rules::{FallbackReason, Ip};
+use crate::fabric::memory::msg_flags;
 use crate::socket::native::{Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
 use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
+use crate::socket::sock::listen_addr;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{int_optval, put_option, sci_info_bytes, File, Msg, OptVal, EPOLLERR};
+use crate::sys::net::{
+    int_optval, msg_has_control, put_option, sci_info_bytes, set_msg_flags, set_msg_name, File,
+    Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM,
+};
+use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use implicit::{Endpoint, Peeked};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, SpinLock};
+use kernel::uaccess::UserSlice;
+
+/// `FIONREAD`/`SIOCINQ` on x86 and most architectures.
+const SIOCINQ: c_uint = 0x541b;
 
 /// The state of one `AF_SCI` datagram socket (lives inside its `struct sock`).
 #[pin_data]
@@ -40,8 +52,11 @@ pub(crate) struct SciDgram {
     slot: NativeSlot,
     /// Its entry in the socket registry.
     registry: Membership,
-    /// What the socket reaches below it: the registry.
+    /// What the socket reaches below it: the registry, the control plane, the node map.
     stack: Arc<Stack>,
+    /// Its implicit connections, once its native socket is bound.
+    #[pin]
+    endpoint: SpinLock<Option<Arc<Endpoint>>>,
 }
 
 impl SciDgram {
@@ -52,6 +67,7 @@ impl SciDgram {
             slot <- NativeSlot::new(NativeKind::Udp, kern),
             registry: Membership::new(),
             stack,
+            endpoint <- kernel::new_spinlock!(None, "SciDgram::endpoint"),
         })
     }
 
@@ -83,7 +99,41 @@ impl SciDgram {
         self.slot.hooks().sync_error(own, &native);
         let r = native.connect(addr, flags);
         own.set_state(u32::from(native.state()));
+        // A connect binds an unbound socket; a disconnect may unbind one that was bound by
+        // a send. A connected socket takes datagrams from its peer only.
+        if let Some(ep) = self.endpoint_for(own, &native) {
+            let (ip, port) = native.addrs().peer;
+            ep.connected(&self.stack.plane.plane(), (port != 0).then_some((ip, port)));
+        }
         self.slot.hooks().consumed(own, r)
+    }
+
+    /// The socket's endpoint over the fabric.
+    fn endpoint(&self) -> Option<Arc<Endpoint>> {
+        self.endpoint.lock().clone()
+    }
+
+    /// The endpoint for the address the native socket is bound to now: made (and entered
+    /// in the control plane's table) at the first bind, send or connect; made again when a
+    /// disconnect unbound the socket and a send bound it elsewhere. `None` while unbound,
+    /// with the SCI path off, or without memory (the socket is then UDP only).
+    fn endpoint_for(&self, own: &OwnSk, native: &Native) -> Option<Arc<Endpoint>> {
+        let addr = listen_addr(own, native).filter(|a| a.port != 0);
+        let old = self.endpoint();
+        if old.as_ref().map(|e| Some(e.addr)) == Some(addr) {
+            return old;
+        }
+        if let Some(old) = old {
+            old.close(&self.stack);
+            *self.endpoint.lock() = None;
+        }
+        let addr = addr.filter(|_| sci_loopback_enabled())?;
+        let ep = Endpoint::new(own.wake_token(), *native, addr).ok()?;
+        // Another socket bound to the same address (SO_REUSEPORT) is the one reached; this
+        // one still sends over the fabric.
+        let _ = self.stack.plane.bind_datagram(addr, ep.clone());
+        *self.endpoint.lock() = Some(ep.clone());
+        Some(ep)
     }
 
     /// `setsockopt(SOL_SCI, SCI_NATIVE_FAMILY)` before the socket is committed; the
@@ -100,12 +150,121 @@ impl SciDgram {
     /// connected, as UDP keeps it, else `TCP_CLOSE`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
+        let (mode, reason) = if self.over_sci() {
+            (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
+        } else {
+            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::NoFabric)
+        };
         sci_info_bytes([
-            bindings::sci_mode_SCI_MODE_NATIVE,
-            FallbackReason::NoFabric.as_u32(),
+            mode,
+            reason.as_u32(),
             native.family() as u32,
             u32::from(native.state()),
         ])
+    }
+
+    /// Whether an implicit connection is up (to a destination or from a peer).
+    fn over_sci(&self) -> bool {
+        self.endpoint().is_some_and(|ep| {
+            let c = ep.counts();
+            c.out + c.inbound > 0
+        })
+    }
+
+    /// The destination of a datagram that may take the fabric: sent as given (no control
+    /// messages, no corking, no segmentation, no flag that changes its path), to an
+    /// address UDP would take from this socket (else `None`: UDP sends it, or reports
+    /// the error it finds).
+    fn fabric_destination(&self, native: &Native, msg: Msg) -> Option<(Ip, u16)> {
+        let odd = bindings::MSG_MORE
+            | bindings::MSG_OOB
+            | bindings::MSG_CONFIRM
+            | bindings::MSG_PROBE
+            | bindings::MSG_FASTOPEN
+            | bindings::MSG_ZEROCOPY;
+        if msg_flags(msg) & odd != 0 || msg_has_control(msg) || !native.sends_plain() {
+            return None;
+        }
+        let (ip, port) = match SockAddr::of_msg(msg) {
+            Some(addr) => {
+                let family = u32::from(addr.family()?);
+                let v6 = native.family() == bindings::AF_INET6 as c_int;
+                // As UDP takes it: IPv4 names on an IPv4 socket, either on an IPv6 one.
+                if family != bindings::AF_INET && !(v6 && family == bindings::AF_INET6) {
+                    return None;
+                }
+                addr.ip_port()?
+            }
+            None => {
+                let peer = native.addrs().peer;
+                (peer.1 != 0).then_some(peer)?
+            }
+        };
+        (port != 0).then_some((ip, port))
+    }
+
+    /// `recvmsg` on a socket with implicit connections: a datagram from their rings or
+    /// from the native socket, whichever is there; blocking, it waits for either.
+    fn recv_merged(
+        &self,
+        own: &OwnSk,
+        ep: &Endpoint,
+        native: &Native,
+        (msg, len, flags): (Msg, usize, c_int),
+    ) -> Result<c_int> {
+        let f = flags as u32;
+        let peek = f & bindings::MSG_PEEK != 0;
+        let nonblock = f & bindings::MSG_DONTWAIT != 0;
+        let plane = self.stack.plane.plane();
+        let mut timeo = own.rcvtimeo(nonblock);
+        let dontwait = (f | bindings::MSG_DONTWAIT) as c_int;
+        loop {
+            // The native socket first when it holds a datagram: one sent over UDP before
+            // its destination's implicit connection came up was queued before any that
+            // took the connection (a send on this machine queues it before returning), so
+            // the first datagrams over SCI do not overtake it.
+            let peeked = ep.peeked();
+            if peeked == Peeked::Native || peeked == Peeked::Nothing && native.readable() {
+                match native.recvmsg(msg, len, dontwait) {
+                    Err(e) if e == EAGAIN => {}
+                    r => {
+                        let at = if peek && r.is_ok() {
+                            Peeked::Native
+                        } else {
+                            Peeked::Nothing
+                        };
+                        ep.set_peeked(at);
+                        return r;
+                    }
+                }
+            }
+            if let Some(t) = ep.recv(&plane, msg, len, peek, own.watched())? {
+                set_msg_name(msg, t.from.as_bytes());
+                if t.got.copied < t.got.len {
+                    set_msg_flags(msg, bindings::MSG_TRUNC);
+                }
+                let n = if f & bindings::MSG_TRUNC != 0 {
+                    t.got.len
+                } else {
+                    t.got.copied
+                };
+                return Ok(n as c_int);
+            }
+            if peeked != Peeked::Nothing {
+                // What was peeked at is gone (another reader took it): start afresh.
+                ep.set_peeked(Peeked::Nothing);
+                continue;
+            }
+            if native.readable() {
+                continue;
+            }
+            if timeo == 0 {
+                // Not waiting: ask the rings to ring at their next datagram (epoll).
+                ep.any_ready(&plane);
+                return Err(EAGAIN);
+            }
+            own.wait(&mut timeo, || Ok(ep.any_ready(&plane) || native.readable()))?;
+        }
     }
 }
 
@@ -114,7 +273,9 @@ impl SocketOps for SciDgram {
     /// `bind(2)`. A failed bind leaves the socket uncommitted, as UDP lets a program try
     /// again.
     fn bind(&self, own: &OwnSk, addr: SockAddr) -> Result {
-        self.slot.bind(own, addr)
+        self.slot.bind(own, addr)?;
+        self.endpoint_for(own, &self.native());
+        Ok(())
     }
 
     /// `sendmsg(2)`, `sendto(2)`, `sendmmsg(2)` and kernel senders. A send binds an
@@ -122,8 +283,19 @@ impl SocketOps for SciDgram {
     fn sendmsg(&self, own: &OwnSk, msg: Msg, len: usize) -> Result<c_int> {
         let native = self.slot.commit(own, SockAddr::of_msg(msg).as_ref())?;
         self.slot.hooks().sync_error(own, &native);
+        if let Some(ep) = self.endpoint() {
+            if let Some(dest) = self.fabric_destination(&native, msg) {
+                if let Some(r) = ep.send(&self.stack, own, dest, msg, len) {
+                    return r;
+                }
+            }
+        }
         native.copy_alloc_flags_from(own.as_ptr());
         let r = native.sendmsg(msg, len);
+        // The first send binds an unbound socket: from there on it has an endpoint.
+        if r.is_ok() && self.endpoint().is_none() {
+            self.endpoint_for(own, &native);
+        }
         self.slot.hooks().consumed(own, r)
     }
 
@@ -131,7 +303,14 @@ impl SocketOps for SciDgram {
     fn recvmsg(&self, own: &OwnSk, msg: Msg, len: usize, flags: c_int) -> Result<c_int> {
         let native = self.native();
         self.slot.hooks().sync_error(own, &native);
-        let r = native.recvmsg(msg, len, flags);
+        let native_only = flags as u32 & (bindings::MSG_ERRQUEUE | bindings::MSG_OOB) != 0;
+        let r = match self
+            .endpoint()
+            .filter(|ep| !native_only && ep.has_inbound())
+        {
+            Some(ep) => self.recv_merged(own, &ep, &native, (msg, len, flags)),
+            None => native.recvmsg(msg, len, flags),
+        };
         self.slot.hooks().consumed(own, r)
     }
 
@@ -143,6 +322,11 @@ impl SocketOps for SciDgram {
         if own.error() != 0 {
             mask |= EPOLLERR;
         }
+        if let Some(ep) = self.endpoint() {
+            if ep.any_ready(&self.stack.plane.plane()) {
+                mask |= EPOLLIN | EPOLLRDNORM;
+            }
+        }
         mask
     }
 
@@ -153,7 +337,19 @@ impl SocketOps for SciDgram {
 
     /// `ioctl(2)` (`FIONREAD`: the next datagram's size, `SIOCOUTQ`, interface ioctls).
     fn ioctl(&self, cmd: c_uint, arg: c_ulong) -> Result<c_int> {
-        self.native().ioctl(cmd, arg)
+        // The datagram a read takes next: the native socket's when it holds one.
+        let next = match cmd {
+            SIOCINQ if !self.native().readable() => self.endpoint().and_then(|ep| ep.next_len()),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return self.native().ioctl(cmd, arg);
+        };
+        let value = c_int::try_from(next).unwrap_or(c_int::MAX);
+        UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
+            .writer()
+            .write(&value)?;
+        Ok(0)
     }
 
     /// `SIOCGSTAMP` and friends.
@@ -222,10 +418,21 @@ impl SocketOps for SciDgram {
     /// its type).
     fn fdinfo(&self) -> Result<CString> {
         let family = self.native().family_name();
-        let reason = FallbackReason::NoFabric.name();
+        let (mode, reason) = if self.over_sci() {
+            ("sci", FallbackReason::None.name())
+        } else {
+            ("native", FallbackReason::NoFabric.name())
+        };
+        let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
         CString::try_from_fmt(fmt!(
-            "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
-             sci-type:\tdgram\n"
+            "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
+             sci-type:\tdgram\nsci-implicit:\tout {} in {}\n\
+             sci-datagrams:\tsent {} received {} dropped {}\n",
+            c.out,
+            c.inbound,
+            c.sent,
+            c.received,
+            c.dropped
         ))
     }
 
@@ -233,6 +440,11 @@ impl SocketOps for SciDgram {
     fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
         self.registry.leave(&self.stack);
+        // Its connections end before the native socket goes (the endpoint reads it).
+        let ep = self.endpoint.lock().take();
+        if let Some(ep) = ep {
+            ep.close(&self.stack);
+        }
         self.slot.release();
         own.set_state(bindings::TCP_CLOSE);
     }

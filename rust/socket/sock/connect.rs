@@ -184,6 +184,7 @@ impl SciSock {
             ip: dest.canonical(),
             port,
             namespace: if local { own.namespace().0 } else { 0 },
+            datagram: false,
         }
     }
 

@@ -51,6 +51,15 @@ unsigned int sci_refusal_ms_param(void)
 	return READ_ONCE(refusal_ms);
 }
 
+static unsigned int dgram_idle_ms = 5000;
+module_param(dgram_idle_ms, uint, 0644);
+MODULE_PARM_DESC(dgram_idle_ms, "How long an implicit SCI connection between datagram sockets lasts without a datagram before it ends; the next datagram to that destination goes over UDP and sets one up again (ms, at least 100; default 5000)");
+
+unsigned int sci_dgram_idle_ms_param(void)
+{
+	return max(READ_ONCE(dgram_idle_ms), 100U);
+}
+
 static bool fabric_selftest;
 module_param(fabric_selftest, bool, 0444);
 MODULE_PARM_DESC(fabric_selftest, "Run the fabric and queue self-test at load time; fail the load if it fails");

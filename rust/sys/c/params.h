@@ -18,6 +18,8 @@ bool sci_loopback_param(void);
 unsigned int sci_failover_ms_param(void);
 /* "refusal_ms" (default 1000): how long a refused SCI destination is remembered. Writable. */
 unsigned int sci_refusal_ms_param(void);
+/* "dgram_idle_ms" (default 5000, at least 100): an idle implicit connection's life. Writable. */
+unsigned int sci_dgram_idle_ms_param(void);
 /* "spin_us" (default 0): how long a blocking call polls before sleeping. Writable. */
 int sci_spin_us_param(void);
 /* "fabric_selftest" (default off). */

@@ -3,6 +3,8 @@
 #include <linux/fs.h>
 #include <net/inet_connection_sock.h>
 #include <net/tcp.h>
+#include <net/udp.h>
+#include <linux/ipv6.h>
 #include "sock.h"
 
 u64 sci_net_cookie(const struct net *net)
@@ -347,4 +349,51 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 	}
 	spin_unlock_bh(&queue->rskq_lock);
 	return n;
+}
+
+bool sci_udp_wants_cmsg(struct sock *sk)
+{
+	if (inet_cmsg_flags(inet_sk(sk)))
+		return true;
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.all)
+		return true;
+#endif
+	if (sock_flag(sk, SOCK_RCVTSTAMP) || sock_flag(sk, SOCK_RCVTSTAMPNS) ||
+	    sock_flag(sk, SOCK_RXQ_OVFL) || sock_flag(sk, SOCK_RCVMARK) ||
+	    READ_ONCE(sk->sk_tsflags))
+		return true;
+	if (sk->sk_socket && test_bit(SOCK_PASSSEC, &sk->sk_socket->flags))
+		return true;
+	return udp_test_bit(GRO_ENABLED, sk);
+}
+
+bool sci_udp_sends_plain(struct sock *sk)
+{
+	return !udp_test_bit(CORK, sk) && !READ_ONCE(udp_sk(sk)->pending) &&
+	       !READ_ONCE(udp_sk(sk)->gso_size);
+}
+
+bool sci_udp_readable(struct sock *sk)
+{
+	return !skb_queue_empty_lockless(&udp_sk(sk)->reader_queue) ||
+	       !skb_queue_empty_lockless(&sk->sk_receive_queue) || READ_ONCE(sk->sk_err);
+}
+
+bool sci_msg_has_control(const struct msghdr *msg)
+{
+	return msg->msg_controllen != 0;
+}
+
+void sci_msg_set_name(struct msghdr *msg, const void *addr, int len)
+{
+	if (msg->msg_name && len > 0 && len <= (int)sizeof(struct sockaddr_storage)) {
+		memcpy(msg->msg_name, addr, len);
+		msg->msg_namelen = len;
+	}
+}
+
+void sci_msg_set_flags(struct msghdr *msg, int flags)
+{
+	msg->msg_flags |= flags;
 }

@@ -127,4 +127,22 @@ struct sci_queued_peer {
  */
 int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max);
 
+/*
+ * Datagram sockets (socket/dgram/). sci_udp_wants_cmsg: whether UDP sock sk's reader asked
+ * for control messages with its datagrams (IP_PKTINFO and the other IP_RECV* options,
+ * their IPv6 twins, timestamps, SO_RXQ_OVFL, SO_RCVMARK, SO_PASSSEC, UDP_GRO), which a
+ * datagram from an implicit SCI connection cannot carry. sci_udp_sends_plain: whether it
+ * sends each datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not
+ * segmented by UDP_SEGMENT). sci_msg_has_control: whether a message to send carries
+ * control messages. sci_msg_set_name: a received datagram's source address (when the
+ * caller asked for it). sci_msg_set_flags: adds to a received message's flags.
+ */
+bool sci_udp_wants_cmsg(struct sock *sk);
+bool sci_udp_sends_plain(struct sock *sk);
+/* Whether a read of UDP sock sk finds something now: a datagram, or an error to report. */
+bool sci_udp_readable(struct sock *sk);
+bool sci_msg_has_control(const struct msghdr *msg);
+void sci_msg_set_name(struct msghdr *msg, const void *addr, int len);
+void sci_msg_set_flags(struct msghdr *msg, int flags);
+
 #endif /* AF_SCI_SYS_SOCK_H */

@@ -64,8 +64,16 @@ fn frame() -> impl Strategy<Value = Frame> {
         (ip(), any::<u16>()),
         (ip(), any::<u16>(), any::<u64>()),
         offer(),
+        any::<bool>(),
     )
-        .prop_map(|(src, from, to, o)| Frame::connect_request(src, from, to, o));
+        .prop_map(|(src, from, to, o, datagram)| {
+            let f = Frame::connect_request(src, from, to, o);
+            if datagram {
+                f.for_datagrams()
+            } else {
+                f
+            }
+        });
     (
         req,
         conn_id(),
@@ -174,6 +182,50 @@ fn frame_validation_errors() {
         Err(FrameError::Malformed),
         "an accept addressed to nobody"
     );
+}
+
+#[test]
+fn datagram_flag_only_on_requests_and_accepts() {
+    let me = ConnId {
+        slot: 1,
+        generation: 2,
+    };
+    let o = QueueOffer {
+        ring_log2: 12,
+        rx_area: 0,
+        credit_area: 0x2000,
+        start: 7,
+    };
+    let req = Frame::connect_request(me, (LO, 5000), (LO, 53, 0), o).for_datagrams();
+    let back = Frame::decode(&req.encode()).unwrap();
+    assert!(back.datagram, "the flag is carried");
+    let acc = Frame::accept(&back, me, o);
+    assert!(acc.datagram, "an accept echoes its request's flag");
+    assert!(Frame::decode(&acc.encode()).unwrap().datagram);
+    // A reject or close never carries it, whatever the struct says.
+    let mut rej = Frame::reject(&back, me, RejectReason::NoListener);
+    rej.datagram = true;
+    assert!(!Frame::decode(&rej.encode()).unwrap().datagram);
+    // Raw flag bits: unknown ones, or the flag on a close, are malformed.
+    let recrc_flags = |f: Frame, flags: u64| {
+        let mut w = f.encode();
+        w[0] = (w[0] & 0x0000_ffff_ffff_ffff) | (flags << 48);
+        let crc = crc32(&words_to_bytes(&w)[..0x7c]);
+        w[FRAME_WORDS - 1] = (w[FRAME_WORDS - 1] & 0xffff_ffff) | (u64::from(crc) << 32);
+        Frame::decode(&w)
+    };
+    assert_eq!(
+        recrc_flags(req, 2),
+        Err(FrameError::Malformed),
+        "an unknown flag"
+    );
+    assert_eq!(
+        recrc_flags(Frame::close(me, me, CloseReason::Graceful), 1),
+        Err(FrameError::Malformed),
+        "the flag on a close"
+    );
+    assert!(recrc_flags(req, 1).unwrap().datagram);
+    assert!(!recrc_flags(req, 0).unwrap().datagram);
 }
 
 #[test]

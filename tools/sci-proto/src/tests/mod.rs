@@ -15,6 +15,7 @@ mod hostile;
 mod liveness;
 mod pages;
 mod queue_model;
+mod record;
 mod region;
 mod resume;
 mod ring_cursor;

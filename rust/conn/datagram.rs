@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Datagrams on an implicit connection (seed §5.1.7): one record per datagram in the
+//! byte queue (`proto/record.rs`), written whole or not at all, read whole.
+//!
+//! A sender never waits: a datagram that finds no room in the peer's ring is dropped and
+//! counted, as UDP drops one that finds the receiver's buffer full. A receiver takes
+//! records from its ring beside its native UDP socket; the socket layer merges the two
+//! and waits for either (`socket/dgram/`).
+
+use super::{proto_err, transfer::consume, Conn, Inner};
+use crate::fabric::memory::{msg_iter, with_kvec_iter};
+use crate::fabric::Fabric;
+use crate::proto::record::{self, Record, HEADER_LEN};
+use crate::proto::state::Phase;
+use crate::sys::bindings;
+use crate::sys::errno::errno;
+use crate::sys::net::Msg;
+use kernel::prelude::*;
+
+/// What became of a datagram handed to [`Conn::send_datagram`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// It is in the peer's ring.
+    Queued,
+    /// The peer's ring had no room for it: dropped, as UDP drops it at a full receiver.
+    Dropped,
+    /// The connection no longer carries datagrams (the peer closed, reset or its node went
+    /// down; or it is not established): the caller sends it another way.
+    Gone,
+}
+
+/// A datagram a receiver took (or peeked at) from its ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Received {
+    /// Bytes copied to the reader.
+    pub(crate) copied: usize,
+    /// The datagram's length (more than `copied` when the reader's buffer was short).
+    pub(crate) len: usize,
+}
+
+impl Conn {
+    /// Puts `len` bytes of `msg` into the peer's ring as one record, or drops them when
+    /// there is no room. A fault in the caller's buffer is `EFAULT`, with nothing queued.
+    pub(crate) fn send_datagram(&self, fabric: &dyn Fabric, msg: Msg, len: usize) -> Result<Sent> {
+        let size = record::size(len).ok_or(errno(bindings::EMSGSIZE))?;
+        let header = record::header(len).ok_or(errno(bindings::EMSGSIZE))?;
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let Inner {
+            phase,
+            tx,
+            rx,
+            peer_seg,
+            local,
+            ..
+        } = &mut *g;
+        let (Phase::Established, Some(tx), Some(rx), Some(peer_seg)) =
+            (*phase, tx.as_mut(), rx.as_mut(), peer_seg.as_ref())
+        else {
+            return Ok(Sent::Gone);
+        };
+        if local.closed
+            || tx.peer().closed
+            || {
+                let w = rx.peer();
+                w.done_writing || w.abort
+            }
+            || tx.error().is_some()
+        {
+            return Ok(Sent::Gone);
+        }
+        let Some(spans) = tx.reserve(size).map_err(proto_err)? else {
+            return Ok(Sent::Dropped);
+        };
+        let at = record::place(spans, len);
+        let mut copied = 0;
+        for span in at.payload.iter() {
+            let got = peer_seg.copy_from_iter(span, msg_iter(msg));
+            copied += got;
+            if got < span.len {
+                // Nothing is published: the bytes written stay beyond the cursor.
+                return Err(EFAULT);
+            }
+        }
+        let put = |bytes: &[u8], spans: crate::proto::ring::Spans| {
+            let mut buf = [0u8; HEADER_LEN];
+            let n = bytes.len().min(HEADER_LEN);
+            buf[..n].copy_from_slice(&bytes[..n]);
+            with_kvec_iter(&mut buf[..n], false, |iter| {
+                spans
+                    .iter()
+                    .map(|s| peer_seg.copy_from_iter(s, iter))
+                    .sum::<usize>()
+            })
+        };
+        let framing = put(&header, at.header) + put(record::padding(len), at.padding);
+        if copied != len || framing != size - len {
+            return Err(EFAULT);
+        }
+        let ring = tx.commit(size).map_err(proto_err)?;
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        Ok(Sent::Queued)
+    }
+
+    /// The record at the head of this end's ring, if one is there (a bad one is a
+    /// protocol error, which aborts the connection).
+    fn head_record(&self, g: &mut Inner) -> Result<Option<Record>> {
+        let Some(rx) = g.rx.as_mut() else {
+            return Ok(None);
+        };
+        let spans = rx.readable().map_err(proto_err)?;
+        if spans.total() == 0 {
+            return Ok(None);
+        }
+        let mut h = [0u8; HEADER_LEN];
+        let got = with_kvec_iter(&mut h, true, |iter| {
+            spans
+                .truncate(HEADER_LEN)
+                .iter()
+                .map(|s| self.seg.copy_to_iter(s, iter))
+                .sum::<usize>()
+        });
+        if got != HEADER_LEN {
+            return Err(errno(bindings::EPROTO));
+        }
+        record::parse(h, spans.total() as u64)
+            .map(Some)
+            .map_err(|e| proto_err(rx.fail_with(e)))
+    }
+
+    /// Takes the next datagram (with `peek`, copies it and leaves it) into `msg`, at most
+    /// `len` bytes of it; `None` when the ring is empty. `watched`: a poller watches the
+    /// socket, so the next arrival must ring even if this read leaves records behind.
+    pub(crate) fn recv_datagram(
+        &self,
+        fabric: &dyn Fabric,
+        msg: Msg,
+        len: usize,
+        peek: bool,
+        watched: bool,
+    ) -> Result<Option<Received>> {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let Some(rec) = self.head_record(&mut g)? else {
+            return Ok(None);
+        };
+        let Some(rx) = g.rx.as_mut() else {
+            return Ok(None);
+        };
+        rx.finish_wait();
+        let spans = rx.readable().map_err(proto_err)?;
+        let at = record::place(spans, rec.payload).payload.truncate(len);
+        let mut copied = 0;
+        for span in at.iter() {
+            let got = self.seg.copy_to_iter(span, msg_iter(msg));
+            copied += got;
+            if got < span.len {
+                // The datagram stays for the next read, as UDP leaves it on a fault.
+                return Err(EFAULT);
+            }
+        }
+        let ring = !peek && consume(rx, rec.size, watched).map_err(proto_err)?;
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        Ok(Some(Received {
+            copied,
+            len: rec.payload,
+        }))
+    }
+
+    /// The length of the datagram at the head of this end's ring (`FIONREAD`), if any.
+    pub(crate) fn next_datagram_len(&self) -> Option<usize> {
+        let mut g = self.inner.lock();
+        self.head_record(&mut g).ok().flatten().map(|r| r.payload)
+    }
+
+    /// Whether a datagram waits in this end's ring; if not, a wait request is posted so
+    /// that the next one rings the doorbell (poll, and a receiver about to sleep).
+    pub(crate) fn datagram_ready(&self, fabric: &dyn Fabric) -> bool {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let Some(rx) = g.rx.as_mut() else {
+            return false;
+        };
+        let (ready, ring) = match rx.prepare_wait() {
+            Ok(d) => (!d.sleep && rx.available() > 0, d.notify_peer),
+            // A broken ring is "ready": the next read finds the error and drops it.
+            Err(_) => (true, false),
+        };
+        drop(g);
+        if ring {
+            self.notify_peer(fabric, peer_id);
+        }
+        ready
+    }
+
+    /// Whether this end will carry no more datagrams either way and holds none: the peer
+    /// closed or reset (or its node went down) and the ring is read, or the ring broke.
+    pub(crate) fn datagrams_over(&self) -> bool {
+        let mut g = self.inner.lock();
+        let Inner {
+            phase, rx, local, ..
+        } = &mut *g;
+        if local.closed || matches!(phase, Phase::Refused | Phase::NoListener | Phase::NoRoom) {
+            return true;
+        }
+        let Some(rx) = rx.as_mut() else {
+            return false;
+        };
+        if rx.error().is_some() {
+            return true;
+        }
+        match rx.peer_when_empty() {
+            Ok(Some(w)) => w.done_writing || w.abort,
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+}

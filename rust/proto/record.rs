@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Datagram records: how an implicit connection carries a datagram socket's messages
+//! over a byte queue (seed §5.1.7, "Implicit Connections for Datagram Sockets").
+//!
+//! One record per datagram: an 8-byte header, then the payload, padded with zeros to a
+//! multiple of 8 bytes:
+//!
+//! ```text
+//! 0x00 u32 payload length (little endian)   0x04 u32 its complement (!length)
+//! 0x08 payload, then 0..=7 bytes of padding
+//! ```
+//!
+//! A writer puts a record whole or not at all (a [`Producer::reserve`] of its
+//! [`size`]): a datagram that finds no room is dropped, as UDP drops one that finds the
+//! receive buffer full, and the writer never waits. A reader takes a record whole (the
+//! part of a payload beyond the reader's buffer is discarded: `MSG_TRUNC`) or, with
+//! `MSG_PEEK`, leaves it. The complement tells a header from whatever a bad peer left at
+//! the cursor; a header that fails it, names a payload longer than [`MAX_PAYLOAD`] or a
+//! record longer than the bytes published is a protocol error ([`parse`]), which aborts
+//! the connection as any other.
+//!
+//! [`Producer::reserve`]: super::queue::Producer::reserve
+
+use super::error::ProtocolError;
+use super::ring::Spans;
+
+/// Bytes of a record's header.
+pub(crate) const HEADER_LEN: usize = 8;
+
+/// The longest payload a record carries: UDP's over IPv6 (65535 less its 8-byte header);
+/// over IPv4 a datagram is shorter still (65507), and UDP refuses a longer one
+/// (`EMSGSIZE`) before it reaches a queue.
+pub(crate) const MAX_PAYLOAD: usize = 65527;
+
+/// Record alignment: headers are always 8-byte aligned relative to the queue's start.
+const ALIGN: usize = 8;
+
+/// The bytes a record of `payload` bytes takes in the queue (header and padding
+/// included), or `None` when the payload is longer than [`MAX_PAYLOAD`].
+pub(crate) const fn size(payload: usize) -> Option<usize> {
+    if payload > MAX_PAYLOAD {
+        return None;
+    }
+    // No overflow: the payload is at most MAX_PAYLOAD.
+    let padded = payload.wrapping_add(ALIGN - 1) & !(ALIGN - 1);
+    Some(HEADER_LEN.wrapping_add(padded))
+}
+
+/// The header of a record of `payload` bytes, or `None` when the payload is longer than
+/// [`MAX_PAYLOAD`].
+pub(crate) fn header(payload: usize) -> Option<[u8; HEADER_LEN]> {
+    size(payload)?;
+    let len = u32::try_from(payload).ok()?;
+    let mut h = [0u8; HEADER_LEN];
+    let (lo, hi) = h.split_at_mut(4);
+    lo.copy_from_slice(&len.to_le_bytes());
+    hi.copy_from_slice(&(!len).to_le_bytes());
+    Some(h)
+}
+
+/// The padding that follows a payload of `payload` bytes (at most 7 zero bytes).
+pub(crate) fn padding(payload: usize) -> &'static [u8] {
+    const ZEROS: [u8; ALIGN] = [0; ALIGN];
+    let pad = payload.wrapping_neg() & (ALIGN - 1);
+    ZEROS.get(..pad).unwrap_or(&[])
+}
+
+/// A record found at a reader's cursor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    /// The datagram's length.
+    pub(crate) payload: usize,
+    /// The bytes the record takes in the queue ([`size`] of the payload): what the
+    /// reader consumes once it took the record.
+    pub(crate) size: usize,
+}
+
+/// Checks the header read at the reader's cursor against the `available` bytes the
+/// queue's producer cursor published there.
+pub(crate) fn parse(h: [u8; HEADER_LEN], available: u64) -> Result<Record, ProtocolError> {
+    let [a, b, c, d, e, f, g, k] = h;
+    let len = u32::from_le_bytes([a, b, c, d]);
+    if !len != u32::from_le_bytes([e, f, g, k]) {
+        return Err(ProtocolError::BadRecord);
+    }
+    let payload = usize::try_from(len).map_err(|_| ProtocolError::BadRecord)?;
+    let size = size(payload).ok_or(ProtocolError::BadRecord)?;
+    if u64::try_from(size).map_or(true, |s| s > available) {
+        return Err(ProtocolError::BadRecord);
+    }
+    Ok(Record { payload, size })
+}
+
+/// Where the parts of a record go in the spans a writer reserved for it ([`size`] bytes
+/// of the ring), or where they are in the spans a reader was offered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The header's 8 bytes.
+    pub(crate) header: Spans,
+    /// The payload.
+    pub(crate) payload: Spans,
+    /// The padding after it (zeros).
+    pub(crate) padding: Spans,
+}
+
+/// The parts of a record of `payload` bytes at the start of `spans`.
+pub(crate) fn place(spans: Spans, payload: usize) -> Placement {
+    let (header, rest) = spans.split_at(HEADER_LEN);
+    let (payload_spans, rest) = rest.split_at(payload);
+    let padding = rest.truncate(padding(payload).len());
+    Placement {
+        header,
+        payload: payload_spans,
+        padding,
+    }
+}

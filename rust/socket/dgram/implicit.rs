@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The implicit SCI connections of one datagram socket (seed §5.1.7, "Implicit
+//! Connections for Datagram Sockets").
+//!
+//! Once its native UDP socket is bound, a datagram socket has an [`Endpoint`], entered in
+//! the control plane's table of datagram ports under the address it is bound to. Its
+//! connections go two ways:
+//!
+//! - **outbound**, one per destination (address and port) it sends to on a node of the
+//!   fabric that the node map and port rules allow. The first datagram to a destination
+//!   goes over UDP and mails a connect request with the datagram flag; datagrams sent
+//!   meanwhile go over UDP too (none waits). Once the peer's node answered, the next ones
+//!   go into the connection's ring, one record each (`conn/datagram.rs`); one that finds
+//!   the ring full is dropped and counted, as UDP drops one at a full receive buffer. No
+//!   datagram socket bound there: the refusal is remembered as a stream connect's is
+//!   (`control/refusals.rs`), and the destination stays UDP;
+//! - **inbound**: the peer node's requests, served by the listener kthread, which hands
+//!   the new end here with no `accept()`; `recvmsg` takes from them and from the native
+//!   socket, and `poll` reports both.
+//!
+//! Ordering: datagrams that went over UDP while the connection was being set up and the
+//! first ones over SCI may arrive in either order, which UDP allows; after that, one path
+//! per destination keeps them in order, which is more than UDP promises.
+//!
+//! A connection without a datagram for `dgram_idle_ms` is ended by its sender (the
+//! listener kthread's sweep); the receiver reads what is left in the ring, then lets it
+//! go. A peer that closes its socket or whose node goes down ends it too, and the next
+//! datagram goes over UDP.
+
+use crate::config::rules::{Decision, Ip};
+use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
+use crate::conn::{Conn, Phase, Received, Sent};
+use crate::control::{DatagramPort, Destination, Plane};
+use crate::fabric::NodeId;
+use crate::proto::frame::Frame;
+use crate::proto::record::MAX_PAYLOAD;
+use crate::socket::native::Native;
+use crate::socket::sk::OwnSk;
+use crate::socket::stack::Stack;
+use crate::sys::net::Msg;
+use crate::sys::params::{dgram_idle_ms, sci_loopback_enabled};
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+use kernel::time::Ktime;
+
+/// Destinations a socket reaches over SCI at once (others take UDP).
+const MAX_OUT: usize = 16;
+/// Peers a socket takes datagrams from over SCI at once (others' requests are refused).
+const MAX_IN: usize = 64;
+/// How long an outbound connection waits for the peer node's answer (ms) before the
+/// destination is given up for now (its datagrams went over UDP meanwhile).
+const ANSWER_MS: i64 = 1000;
+
+fn now_ms() -> i64 {
+    Ktime::ktime_get().to_ms()
+}
+
+/// An implicit connection to one destination.
+struct Outbound {
+    /// The destination (canonical address, port).
+    dest: (Ip, u16),
+    conn: Arc<Conn>,
+    /// Answered by the peer's node (else still waiting, until `since_ms + ANSWER_MS`).
+    up: bool,
+    /// When it was set up, then when it last carried a datagram (ms).
+    since_ms: i64,
+}
+
+/// An implicit connection from one peer.
+struct Inbound {
+    conn: Arc<Conn>,
+}
+
+/// The connections, under the endpoint's mutex.
+struct Conns {
+    /// The socket closed: nothing more is set up or taken.
+    closed: bool,
+    out: [Option<Outbound>; MAX_OUT],
+    inbound: [Option<Inbound>; MAX_IN],
+    /// Where the next read starts looking (round robin over the peers).
+    next: usize,
+    /// Where the last read peeked: the next read looks there first, so that it returns
+    /// the datagram peeked at.
+    peeked: Peeked,
+}
+
+/// Where a read last peeked at a datagram.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peeked {
+    /// Nowhere (the last read took its datagram).
+    Nothing,
+    /// The native socket.
+    Native,
+    /// An implicit connection's ring (the one `next` names).
+    Ring,
+}
+
+/// What a datagram socket is over the fabric (see the module doc).
+#[pin_data]
+pub(crate) struct Endpoint {
+    /// The socket's wake token (its sk), which its connections' doorbells wake.
+    owner: usize,
+    /// The native UDP socket, bound (it outlives the endpoint's use: the socket closes
+    /// the endpoint before it releases the native socket).
+    native: Native,
+    /// What the socket is bound to, as requests are matched.
+    pub(crate) addr: ListenAddr,
+    #[pin]
+    conns: Mutex<Conns>,
+    /// Datagrams sent over SCI, received over SCI, and dropped at a full peer ring.
+    sent: AtomicU64,
+    received: AtomicU64,
+    dropped: AtomicU64,
+}
+
+/// A datagram a read took from an implicit connection, and its source.
+pub(crate) struct Taken {
+    pub(crate) got: Received,
+    pub(crate) from: Addr,
+}
+
+/// The counters and connections of an endpoint, for `fdinfo` and `SCI_INFO`.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Counts {
+    /// Established connections to destinations, and from peers.
+    pub(crate) out: usize,
+    pub(crate) inbound: usize,
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) dropped: u64,
+}
+
+impl Endpoint {
+    /// An endpoint for the socket `owner` whose native socket is bound to `addr`.
+    pub(crate) fn new(owner: usize, native: Native, addr: ListenAddr) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                owner,
+                native,
+                addr,
+                conns <- kernel::new_mutex!(
+                    Conns {
+                        closed: false,
+                        out: [const { None }; MAX_OUT],
+                        inbound: [const { None }; MAX_IN],
+                        next: 0,
+                        peeked: Peeked::Nothing,
+                    },
+                    "dgram::Endpoint::conns"
+                ),
+                sent: AtomicU64::new(0),
+                received: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Sends one datagram of `len` bytes to `dest` over its implicit connection, if it has
+    /// one that is up: `None` sends it over UDP (no connection yet, or none possible; the
+    /// first datagram to a destination of the fabric also starts one).
+    pub(crate) fn send(
+        &self,
+        stack: &Stack,
+        own: &OwnSk,
+        dest: (Ip, u16),
+        msg: Msg,
+        len: usize,
+    ) -> Option<Result<c_int>> {
+        if len > MAX_PAYLOAD || !sci_loopback_enabled() {
+            return None;
+        }
+        let plane = stack.plane.plane();
+        let dest = (dest.0.canonical(), dest.1);
+        let now = now_ms();
+        let mut g = self.conns.lock();
+        if g.closed {
+            return None;
+        }
+        let Some(i) = g
+            .out
+            .iter()
+            .position(|o| o.as_ref().is_some_and(|o| o.dest == dest))
+        else {
+            let free = g.out.iter().position(Option::is_none)?;
+            g.out[free] = self.start(stack, own, dest);
+            return None;
+        };
+        let (up, since_ms, phase) = {
+            let o = g.out[i].as_ref()?;
+            (o.up, o.since_ms, o.conn.phase())
+        };
+        if !up {
+            match phase {
+                Phase::Established => own.stats().sci_connection(),
+                Phase::Connecting if now - since_ms < ANSWER_MS => return None,
+                phase => {
+                    if let Some(o) = g.out[i].take() {
+                        self.give_up(stack, own, &o, phase);
+                    }
+                    return None;
+                }
+            }
+        }
+        let o = g.out[i].as_mut()?;
+        o.up = true;
+        o.since_ms = now;
+        match o.conn.send_datagram(plane.fabric(), msg, len) {
+            Ok(Sent::Queued) => {
+                self.sent.fetch_add(1, Ordering::Relaxed);
+                Some(Ok(len as c_int))
+            }
+            Ok(Sent::Dropped) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                Some(Ok(len as c_int))
+            }
+            Err(e) if e == EFAULT => Some(Err(e)),
+            // The peer ended it (or broke the queue): UDP from here.
+            Ok(Sent::Gone) | Err(_) => {
+                if let Some(o) = g.out[i].take() {
+                    end(&plane, &o.conn);
+                }
+                None
+            }
+        }
+    }
+
+    /// Starts an implicit connection to `dest` if the node map puts it on a node of the
+    /// fabric and nothing rules it out; `None` leaves the destination to UDP.
+    fn start(&self, stack: &Stack, own: &OwnSk, (ip, port): (Ip, u16)) -> Option<Outbound> {
+        let plane = stack.plane.plane();
+        let fabric = plane.fabric();
+        let Decision::Sci(node) = stack.decide(own.net(), ip, port) else {
+            return None;
+        };
+        let node = NodeId::try_from(node).ok()?;
+        let local = node == fabric.local_node();
+        if !fabric.reaches(node) || is_link_local(ip) {
+            return None;
+        }
+        let ip = if local { effective_dest(ip) } else { ip };
+        let namespace = if local { own.namespace().0 } else { 0 };
+        let what = Destination {
+            node,
+            ip: ip.canonical(),
+            port,
+            namespace,
+            datagram: true,
+        };
+        if stack.plane.refused_lately(&what) {
+            return None;
+        }
+        let v6 = self.addr.v6;
+        let src_ip = match self.native.addrs().local.0 {
+            bound if !bound.is_unspecified() => bound,
+            _ if local => ip,
+            _ => crate::config::host::route_source(own.net(), ip).ok()?,
+        };
+        let conn = stack
+            .plane
+            .new_conn(
+                node,
+                Addr::inet(src_ip, self.addr.port, v6),
+                Addr::inet(ip, port, v6),
+            )
+            .ok()?;
+        let request = Frame::connect_request(
+            conn.id,
+            (to_wire(src_ip), self.addr.port),
+            (to_wire(ip), port, namespace),
+            conn.offer(),
+        )
+        .for_datagrams()
+        .encode_bytes();
+        if fabric.send_control(node, &request).is_err() {
+            end(&plane, &conn);
+            return None;
+        }
+        Some(Outbound {
+            dest: (ip.canonical(), port),
+            conn,
+            up: false,
+            since_ms: now_ms(),
+        })
+    }
+
+    /// Ends an outbound connection that never came up; a destination with no datagram
+    /// socket bound is remembered as refused.
+    fn give_up(&self, stack: &Stack, own: &OwnSk, o: &Outbound, phase: Phase) {
+        let plane = stack.plane.plane();
+        end(&plane, &o.conn);
+        if phase == Phase::NoListener {
+            let node = o.conn.peer_node;
+            let local = node == plane.fabric().local_node();
+            let (ip, port) = o.dest;
+            stack.plane.remember_refusal(Destination {
+                node,
+                ip,
+                port,
+                namespace: if local { own.namespace().0 } else { 0 },
+                datagram: true,
+            });
+        }
+    }
+
+    /// Takes the next datagram from the implicit connections (round robin), with `peek`
+    /// leaving it; `None` when none waits.
+    pub(crate) fn recv(
+        &self,
+        plane: &Plane<'_>,
+        msg: Msg,
+        len: usize,
+        peek: bool,
+        watched: bool,
+    ) -> Result<Option<Taken>> {
+        let start = self.conns.lock().next;
+        for k in 0..MAX_IN {
+            let i = (start + k) % MAX_IN;
+            let Some(conn) = self.conns.lock().inbound[i]
+                .as_ref()
+                .map(|c| c.conn.clone())
+            else {
+                continue;
+            };
+            match conn.recv_datagram(plane.fabric(), msg, len, peek, watched) {
+                Ok(Some(got)) => {
+                    let mut g = self.conns.lock();
+                    // A peek leaves the next read where the datagram is.
+                    g.next = if peek { i } else { (i + 1) % MAX_IN };
+                    g.peeked = if peek { Peeked::Ring } else { Peeked::Nothing };
+                    drop(g);
+                    if !peek {
+                        self.received.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(Some(Taken {
+                        got,
+                        from: conn.peer,
+                    }));
+                }
+                Ok(None) => {}
+                Err(e) if e == EFAULT => return Err(e),
+                // A ring the peer broke: that connection ends, the others carry on.
+                Err(_) => self.drop_inbound(plane, &conn),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Where the last read peeked.
+    pub(crate) fn peeked(&self) -> Peeked {
+        self.conns.lock().peeked
+    }
+
+    /// Records where the last read peeked.
+    pub(crate) fn set_peeked(&self, peeked: Peeked) {
+        self.conns.lock().peeked = peeked;
+    }
+
+    /// Whether any inbound connection is open (a read must look at the rings).
+    pub(crate) fn has_inbound(&self) -> bool {
+        self.conns.lock().inbound.iter().any(Option::is_some)
+    }
+
+    /// Whether a datagram waits in an inbound ring; the empty ones are asked to ring the
+    /// doorbell at their next datagram (poll, and a reader about to sleep).
+    pub(crate) fn any_ready(&self, plane: &Plane<'_>) -> bool {
+        let conns = self.inbound_conns();
+        let mut ready = false;
+        for conn in conns.iter().flatten() {
+            // Every ring is asked, ready or not: each must ring at its next datagram.
+            ready |= conn.datagram_ready(plane.fabric());
+        }
+        ready
+    }
+
+    /// The length of the next datagram in an inbound ring (`FIONREAD`), if any.
+    pub(crate) fn next_len(&self) -> Option<usize> {
+        let start = self.conns.lock().next;
+        let conns = self.inbound_conns();
+        (0..MAX_IN)
+            .map(|k| (start + k) % MAX_IN)
+            .find_map(|i| conns[i].as_ref().and_then(|c| c.next_datagram_len()))
+    }
+
+    /// The inbound connections (references taken under the lock, looked at outside it).
+    fn inbound_conns(&self) -> [Option<Arc<Conn>>; MAX_IN] {
+        let g = self.conns.lock();
+        core::array::from_fn(|i| g.inbound[i].as_ref().map(|c| c.conn.clone()))
+    }
+
+    /// Ends the inbound connection `conn`, if it is still one of this endpoint's.
+    fn drop_inbound(&self, plane: &Plane<'_>, conn: &Arc<Conn>) {
+        let mut g = self.conns.lock();
+        if let Some(slot) = g
+            .inbound
+            .iter_mut()
+            .find(|c| c.as_ref().is_some_and(|c| Arc::ptr_eq(&c.conn, conn)))
+        {
+            *slot = None;
+            drop(g);
+            end(plane, conn);
+        }
+    }
+
+    /// The socket connected to `peer` (or, `None`, disconnected): connections from other
+    /// peers end, as a connected UDP socket takes datagrams from its peer only.
+    pub(crate) fn connected(&self, plane: &Plane<'_>, peer: Option<(Ip, u16)>) {
+        let Some(peer) = peer else {
+            return;
+        };
+        let mut g = self.conns.lock();
+        for slot in g.inbound.iter_mut() {
+            if slot.as_ref().is_some_and(|c| !from_peer(&c.conn, peer)) {
+                if let Some(c) = slot.take() {
+                    end(plane, &c.conn);
+                }
+            }
+        }
+    }
+
+    /// The socket closes: it leaves the table and every connection ends (datagrams still
+    /// in its rings go with it, as a UDP socket's queue does).
+    pub(crate) fn close(self: &Arc<Self>, stack: &Stack) {
+        let port: Arc<dyn DatagramPort> = self.clone();
+        stack.plane.unbind_datagram(&port);
+        let plane = stack.plane.plane();
+        let mut g = self.conns.lock();
+        g.closed = true;
+        for o in g.out.iter_mut().filter_map(Option::take) {
+            end(&plane, &o.conn);
+        }
+        for c in g.inbound.iter_mut().filter_map(Option::take) {
+            end(&plane, &c.conn);
+        }
+    }
+
+    /// The counters and open connections.
+    pub(crate) fn counts(&self) -> Counts {
+        let g = self.conns.lock();
+        Counts {
+            out: g.out.iter().flatten().filter(|o| o.up).count(),
+            inbound: g.inbound.iter().flatten().count(),
+            sent: self.sent.load(Ordering::Relaxed),
+            received: self.received.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Whether `conn` comes from `peer` (the address a connected socket named).
+fn from_peer(conn: &Conn, (ip, port): (Ip, u16)) -> bool {
+    conn.peer
+        .ip_port()
+        .is_some_and(|(i, p)| p == port && i.canonical() == ip.canonical())
+}
+
+/// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
+/// first) and its slot freed when the peer's state allows.
+fn end(plane: &Plane<'_>, conn: &Arc<Conn>) {
+    conn.close(plane.fabric(), false);
+    plane.free_conn(conn);
+}
+
+/// What the control plane asks of a datagram socket.
+impl DatagramPort for Endpoint {
+    fn attach(&self, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>> {
+        let mut g = self.conns.lock();
+        if g.closed || self.native.wants_cmsg() {
+            return Err(conn);
+        }
+        // A connected socket takes datagrams from its peer only.
+        let (peer_ip, peer_port) = self.native.addrs().peer;
+        if peer_port != 0 && !from_peer(&conn, (peer_ip, peer_port)) {
+            return Err(conn);
+        }
+        let Some(slot) = g.inbound.iter_mut().find(|c| c.is_none()) else {
+            return Err(conn);
+        };
+        conn.set_owner(self.owner);
+        *slot = Some(Inbound { conn });
+        Ok(())
+    }
+
+    fn sweep(&self, plane: &Plane<'_>, now: i64) {
+        let idle = i64::from(dgram_idle_ms());
+        let mut g = self.conns.lock();
+        for slot in g.out.iter_mut() {
+            let over = slot.as_ref().is_some_and(|o| {
+                if o.up {
+                    now - o.since_ms >= idle || o.conn.datagrams_over()
+                } else {
+                    // Not answered in time: the next send finds it over (the give-up
+                    // there remembers a refusal; this one does not, for want of the socket).
+                    now - o.since_ms >= ANSWER_MS.max(idle)
+                }
+            });
+            if over {
+                if let Some(o) = slot.take() {
+                    end(plane, &o.conn);
+                }
+            }
+        }
+        for slot in g.inbound.iter_mut() {
+            if slot.as_ref().is_some_and(|c| c.conn.datagrams_over()) {
+                if let Some(c) = slot.take() {
+                    end(plane, &c.conn);
+                }
+            }
+        }
+    }
+}

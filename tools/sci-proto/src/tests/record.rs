@@ -1,0 +1,183 @@
+//! Datagram records (`record.rs`) over a real queue: whole records or none, exact
+//! payloads and boundaries whatever the ring size and start cursor, drops when full,
+//! peeks, and hostile headers.
+
+use proptest::prelude::*;
+
+use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment};
+use crate::proto::error::ProtocolError;
+use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
+
+/// Puts one record of `data` whole, or returns false (no room: dropped).
+fn put(p: &mut TestProducer, seg: &TestSegment, data: &[u8]) -> bool {
+    let size = record::size(data.len()).unwrap();
+    let Some(spans) = p.reserve(size).unwrap() else {
+        return false;
+    };
+    let at = record::place(spans, data.len());
+    assert_eq!(at.header.total(), HEADER_LEN);
+    assert_eq!(at.payload.total(), data.len());
+    seg.copy_into_spans(at.header, &record::header(data.len()).unwrap());
+    seg.copy_into_spans(at.payload, data);
+    seg.copy_into_spans(at.padding, record::padding(data.len()));
+    assert_eq!(
+        at.header.total() + at.payload.total() + at.padding.total(),
+        size
+    );
+    p.commit(size).unwrap();
+    true
+}
+
+/// Takes (or with `peek`, looks at) the next record: its first `max` bytes and its
+/// length; `None` when the queue is empty.
+fn take(
+    c: &mut TestConsumer,
+    seg: &TestSegment,
+    max: usize,
+    peek: bool,
+) -> Result<Option<(Vec<u8>, usize)>, ProtocolError> {
+    let spans = c.readable()?;
+    if spans.total() == 0 {
+        return Ok(None);
+    }
+    let h = seg.copy_from_spans(spans, HEADER_LEN);
+    let rec: Record = record::parse(h.try_into().unwrap(), spans.total() as u64)?;
+    let at = record::place(spans, rec.payload);
+    let data = seg.copy_from_spans(at.payload, rec.payload.min(max));
+    if !peek {
+        c.consume_and_update(rec.size)?;
+    }
+    Ok(Some((data, rec.payload)))
+}
+
+#[test]
+fn sizes_and_headers() {
+    assert_eq!(record::size(0), Some(8));
+    assert_eq!(record::size(1), Some(16));
+    assert_eq!(record::size(8), Some(16));
+    assert_eq!(record::size(9), Some(24));
+    assert_eq!(
+        record::size(MAX_PAYLOAD),
+        Some(8 + MAX_PAYLOAD.next_multiple_of(8))
+    );
+    assert_eq!(record::size(MAX_PAYLOAD + 1), None);
+    assert_eq!(record::header(MAX_PAYLOAD + 1), None);
+    for n in [0, 1, 7, 8, 9, 1500, MAX_PAYLOAD] {
+        let h = record::header(n).unwrap();
+        let size = record::size(n).unwrap();
+        assert_eq!((n + record::padding(n).len()) % 8, 0);
+        assert_eq!(
+            record::parse(h, size as u64),
+            Ok(Record { payload: n, size })
+        );
+        assert_eq!(
+            record::parse(h, size as u64 - 1),
+            Err(ProtocolError::BadRecord),
+            "a record longer than what was published"
+        );
+    }
+}
+
+#[test]
+fn hostile_headers_are_protocol_errors() {
+    let mut h = record::header(100).unwrap();
+    h[4] ^= 1;
+    assert_eq!(
+        record::parse(h, 1 << 20),
+        Err(ProtocolError::BadRecord),
+        "complement"
+    );
+    let len = (MAX_PAYLOAD + 1) as u32;
+    let mut h = [0u8; 8];
+    h[..4].copy_from_slice(&len.to_le_bytes());
+    h[4..].copy_from_slice(&(!len).to_le_bytes());
+    assert_eq!(
+        record::parse(h, u64::MAX),
+        Err(ProtocolError::BadRecord),
+        "too long"
+    );
+    assert_eq!(
+        record::parse([0; 8], 8),
+        Err(ProtocolError::BadRecord),
+        "zeroed memory"
+    );
+}
+
+#[test]
+fn peek_leaves_the_record_and_truncation_discards_the_rest() {
+    let mut q = QueuePair::new(10, 3, 0x1003, 0);
+    let data = stream(1, 0, 300);
+    assert!(put(&mut q.producer, &q.rx_seg, &data));
+    assert!(put(&mut q.producer, &q.rx_seg, b"second"));
+    let peeked = take(&mut q.consumer, &q.rx_seg, 10, true).unwrap().unwrap();
+    assert_eq!(peeked, (data[..10].to_vec(), 300));
+    // A short buffer gets the start; the rest of the datagram is gone.
+    let got = take(&mut q.consumer, &q.rx_seg, 50, false)
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, (data[..50].to_vec(), 300));
+    let got = take(&mut q.consumer, &q.rx_seg, 100, false)
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, (b"second".to_vec(), 6));
+    assert_eq!(take(&mut q.consumer, &q.rx_seg, 100, false).unwrap(), None);
+}
+
+#[test]
+fn a_full_queue_drops_whole_records() {
+    // 1 KiB ring: records of 200 bytes (208 in the queue) fit four times.
+    let mut q = QueuePair::new(10, 1, 5, 0);
+    let mut sent = Vec::new();
+    let mut dropped = 0;
+    for i in 0..10u64 {
+        let d = stream(i, 0, 200);
+        if put(&mut q.producer, &q.rx_seg, &d) {
+            sent.push(d);
+        } else {
+            dropped += 1;
+        }
+    }
+    assert_eq!((sent.len(), dropped), (4, 6));
+    for d in &sent {
+        assert_eq!(
+            take(&mut q.consumer, &q.rx_seg, 4096, false).unwrap(),
+            Some((d.clone(), 200))
+        );
+    }
+    // Room again once read.
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(99, 0, 200)));
+}
+
+proptest! {
+    /// Any sequence of datagrams through any ring from any start cursor arrives as the
+    /// same datagrams, in order, none torn; what found no room is dropped whole.
+    #[test]
+    fn records_keep_their_boundaries(
+        log2 in 6u32..13,
+        start in any::<u64>(),
+        lens in proptest::collection::vec(0usize..3000, 1..60),
+        read_every in 1usize..5,
+    ) {
+        let mut q = QueuePair::new(log2, 9, start, 0);
+        let mut expect = std::collections::VecDeque::new();
+        for (i, &len) in lens.iter().enumerate() {
+            let d = stream(i as u64, start, len);
+            if put(&mut q.producer, &q.rx_seg, &d) {
+                expect.push_back(d);
+            } else {
+                prop_assert!(record::size(len).unwrap() as u64 > q.producer.free());
+            }
+            if i % read_every == 0 {
+                if let Some((got, n)) = take(&mut q.consumer, &q.rx_seg, usize::MAX, false).unwrap() {
+                    let want = expect.pop_front().unwrap();
+                    prop_assert_eq!(n, want.len());
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+        while let Some((got, _)) = take(&mut q.consumer, &q.rx_seg, usize::MAX, false).unwrap() {
+            prop_assert_eq!(got, expect.pop_front().unwrap());
+        }
+        prop_assert!(expect.is_empty());
+    }
+}
