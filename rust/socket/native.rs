@@ -458,6 +458,12 @@ impl Native {
         unsafe { bindings::sci_udp_readable(self.sk()) }
     }
 
+    /// Whether the socket was shut for reading (`SHUT_RD`).
+    pub(crate) fn read_shut(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads a byte, as poll does.
+        unsafe { bindings::sci_sk_read_shut(self.sk()) }
+    }
+
     /// The TCP state (`TCP_ESTABLISHED`, ...).
     pub(crate) fn state(&self) -> u8 {
         // SAFETY: `sk` is live; a racy read of a byte is what `sk_state` readers do.

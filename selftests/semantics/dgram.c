@@ -991,3 +991,50 @@ void t_dgram_fabric_rebind(void)
 	close(a);
 	close(b);
 }
+
+void t_dgram_fabric_blocking(void)
+{
+	enum { N = 300 };
+	struct sockaddr_storage aa, ba, from;
+	struct timeval tv = { 10, 0 };
+	char buf[64];
+	pid_t pid;
+	int a, b, i, status;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	/*
+	 * An echo server that only ever blocks in recvfrom (no poll): a datagram that comes
+	 * over an implicit connection set up while it sleeps there must wake it.
+	 */
+	pid = SYS(fork());
+	if (pid == 0) {
+		for (i = 0; i < N; i++) {
+			socklen_t alen = sizeof(from);
+			ssize_t n = recvfrom(a, buf, sizeof(buf), 0, (struct sockaddr *)&from, &alen);
+
+			if (n <= 0 || sendto(a, buf, n, 0, (struct sockaddr *)&from, alen) != n)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(a);
+	SYS(setsockopt(b, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	for (i = 0; i < N; i++) {
+		ssize_t n;
+
+		snprintf(buf, sizeof(buf), "round %d", i);
+		send_to(b, buf, strlen(buf), &aa);
+		n = recvfrom(b, buf, sizeof(buf) - 1, 0, NULL, NULL);
+		if (n < 0)
+			FAIL("round %d: no echo in 10 s: %s", i, ename(errno));
+		buf[n] = 0;
+		CHECK(atoi(buf + 6) == i, "round %d echoed %s", i, buf);
+	}
+	SYS(waitpid(pid, &status, 0));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "echo server status %d", status);
+	if (sci_path_expected())
+		CHECK(fdinfo_field(b, "sci-datagrams", "sent") > 0,
+		      "no round went over SCI (sci-datagrams sent %ld)",
+		      fdinfo_field(b, "sci-datagrams", "sent"));
+	close(b);
+}

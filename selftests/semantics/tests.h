@@ -126,6 +126,7 @@ void t_dgram_peek_off(void);
 void t_dgram_fabric_path(void);
 void t_dgram_fabric_unread(void);
 void t_dgram_fabric_rebind(void);
+void t_dgram_fabric_blocking(void);
 
 /* sci_only.c */
 void t_sci_types(void);

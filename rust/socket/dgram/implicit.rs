@@ -40,12 +40,15 @@ use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::Msg;
 use crate::sys::params::{dgram_idle_ms, sci_loopback_enabled};
+use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use kernel::time::Ktime;
 
+/// The longest datagram to an IPv4 destination: 65535 less the IPv4 and UDP headers.
+const MAX_PAYLOAD_V4: usize = 65507;
 /// Destinations a socket reaches over SCI at once (others take UDP).
 const MAX_OUT: usize = 16;
 /// Peers a socket takes datagrams from over SCI at once (others' requests are refused).
@@ -170,11 +173,17 @@ impl Endpoint {
         msg: Msg,
         len: usize,
     ) -> Option<Result<c_int>> {
-        if len > MAX_PAYLOAD || !sci_loopback_enabled() {
+        let dest = (dest.0.canonical(), dest.1);
+        // UDP's limits: an IPv4 datagram carries at most 65507 bytes (UDP refuses more
+        // with EMSGSIZE, and so it goes there).
+        let max = match dest.0 {
+            Ip::V4(_) => MAX_PAYLOAD_V4,
+            Ip::V6(_) => MAX_PAYLOAD,
+        };
+        if len > max || !sci_loopback_enabled() {
             return None;
         }
         let plane = stack.plane.plane();
-        let dest = (dest.0.canonical(), dest.1);
         let now = now_ms();
         let mut g = self.conns.lock();
         if g.closed {
@@ -317,12 +326,9 @@ impl Endpoint {
         watched: bool,
     ) -> Result<Option<Taken>> {
         let start = self.conns.lock().next;
-        for k in 0..MAX_IN {
-            let i = (start + k) % MAX_IN;
-            let Some(conn) = self.conns.lock().inbound[i]
-                .as_ref()
-                .map(|c| c.conn.clone())
-            else {
+        let conns = self.inbound_conns();
+        for i in (0..MAX_IN).map(|k| (start + k) % MAX_IN) {
+            let Some(conn) = conns[i].as_ref() else {
                 continue;
             };
             match conn.recv_datagram(plane.fabric(), msg, len, peek, watched) {
@@ -343,7 +349,7 @@ impl Endpoint {
                 Ok(None) => {}
                 Err(e) if e == EFAULT => return Err(e),
                 // A ring the peer broke: that connection ends, the others carry on.
-                Err(_) => self.drop_inbound(plane, &conn),
+                Err(_) => self.drop_inbound(plane, conn),
             }
         }
         Ok(None)
@@ -357,11 +363,6 @@ impl Endpoint {
     /// Records where the last read peeked.
     pub(crate) fn set_peeked(&self, peeked: Peeked) {
         self.conns.lock().peeked = peeked;
-    }
-
-    /// Whether any inbound connection is open (a read must look at the rings).
-    pub(crate) fn has_inbound(&self) -> bool {
-        self.conns.lock().inbound.iter().any(Option::is_some)
     }
 
     /// Whether a datagram waits in an inbound ring; the empty ones are asked to ring the
@@ -481,6 +482,10 @@ impl DatagramPort for Endpoint {
         };
         conn.set_owner(self.owner);
         *slot = Some(Inbound { conn });
+        drop(g);
+        // A reader asleep (or an epoll) looks again, and asks the new ring to ring the
+        // doorbell at its first datagram.
+        wake_sk(self.owner, Wake::Readable);
         Ok(())
     }
 

@@ -258,12 +258,18 @@ impl SciDgram {
             if native.readable() {
                 continue;
             }
+            if native.read_shut() && timeo != 0 {
+                // After SHUT_RD a blocking read returns at once (UDP says 0).
+                return native.recvmsg(msg, len, flags);
+            }
             if timeo == 0 {
                 // Not waiting: ask the rings to ring at their next datagram (epoll).
                 ep.any_ready(&plane);
                 return Err(EAGAIN);
             }
-            own.wait(&mut timeo, || Ok(ep.any_ready(&plane) || native.readable()))?;
+            own.wait(&mut timeo, || {
+                Ok(ep.any_ready(&plane) || native.readable() || native.read_shut())
+            })?;
         }
     }
 }
@@ -304,10 +310,7 @@ impl SocketOps for SciDgram {
         let native = self.native();
         self.slot.hooks().sync_error(own, &native);
         let native_only = flags as u32 & (bindings::MSG_ERRQUEUE | bindings::MSG_OOB) != 0;
-        let r = match self
-            .endpoint()
-            .filter(|ep| !native_only && ep.has_inbound())
-        {
+        let r = match self.endpoint().filter(|_| !native_only) {
             Some(ep) => self.recv_merged(own, &ep, &native, (msg, len, flags)),
             None => native.recvmsg(msg, len, flags),
         };
@@ -405,13 +408,21 @@ impl SocketOps for SciDgram {
         }
     }
 
+    /// The registry's dump: the native socket's, in mode sci (with no fallback reason)
+    /// while an implicit connection is up.
     fn diag(&self, own: &OwnSk) -> SockInfo {
-        SockInfo::of_native(
-            own,
-            &self.native(),
-            FallbackReason::NoFabric,
-            bindings::sock_type_SOCK_DGRAM,
-        )
+        let sci = self.over_sci();
+        let reason = if sci {
+            FallbackReason::None
+        } else {
+            FallbackReason::NoFabric
+        };
+        let mut info =
+            SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
+        if sci {
+            info.mode = bindings::sci_mode_SCI_MODE_SCI;
+        }
+        info
     }
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with

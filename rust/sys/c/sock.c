@@ -380,6 +380,11 @@ bool sci_udp_readable(struct sock *sk)
 	       !skb_queue_empty_lockless(&sk->sk_receive_queue) || READ_ONCE(sk->sk_err);
 }
 
+bool sci_sk_read_shut(const struct sock *sk)
+{
+	return READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN;
+}
+
 bool sci_msg_has_control(const struct msghdr *msg)
 {
 	return msg->msg_controllen != 0;

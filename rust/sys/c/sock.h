@@ -141,6 +141,8 @@ bool sci_udp_wants_cmsg(struct sock *sk);
 bool sci_udp_sends_plain(struct sock *sk);
 /* Whether a read of UDP sock sk finds something now: a datagram, or an error to report. */
 bool sci_udp_readable(struct sock *sk);
+/* Whether sk was shut for reading (a blocking read returns 0 at once). */
+bool sci_sk_read_shut(const struct sock *sk);
 bool sci_msg_has_control(const struct msghdr *msg);
 void sci_msg_set_name(struct msghdr *msg, const void *addr, int len);
 void sci_msg_set_flags(struct msghdr *msg, int flags);
