@@ -1038,3 +1038,66 @@ void t_dgram_fabric_blocking(void)
 		      fdinfo_field(b, "sci-datagrams", "sent"));
 	close(b);
 }
+
+/* Reads (and with `set`, first writes) the module parameter dgram_idle_ms; -1 if absent. */
+static long idle_param(long set)
+{
+	const char *path = "/sys/module/af_sci/parameters/dgram_idle_ms";
+	long v = -1;
+	FILE *f;
+
+	if (set >= 0) {
+		f = fopen(path, "w");
+		if (!f)
+			return -1;
+		fprintf(f, "%ld\n", set);
+		if (fclose(f))
+			return -1;
+	}
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Waits (at most 10 s) until neither end holds an implicit connection; true if so. */
+static bool await_idle_end(int a, int b)
+{
+	double end = now() + 10;
+
+	while (now() < end) {
+		if (fdinfo_field(b, "sci-implicit", "out") == 0 &&
+		    fdinfo_field(a, "sci-implicit", "in") == 0)
+			return true;
+		msleep(20);
+	}
+	return false;
+}
+
+void t_sci_dgram_idle(void)
+{
+	struct sockaddr_storage aa, ba;
+	long old = idle_param(-1);
+	bool ended;
+	int a, b;
+
+	if (old < 0 || idle_param(300) != 300)
+		SKIP("cannot set af_sci's dgram_idle_ms (not root?)");
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	/* Idle for the parameter's time: the sender ends it, the receiver lets it go. */
+	ended = await_idle_end(a, b);
+	idle_param(old);
+	CHECK(ended, "an implicit connection idle 10 s with dgram_idle_ms 300 is still open "
+	      "(out %ld, in %ld)", fdinfo_field(b, "sci-implicit", "out"),
+	      fdinfo_field(a, "sci-implicit", "in"));
+	if (sci_path_expected())
+		EXPECT_EQ(sci_mode_of(b), SCI_MODE_NATIVE);
+	/* The next datagram goes over UDP and sets one up again. */
+	await_fabric(a, b, &aa);
+	close(a);
+	close(b);
+}

@@ -88,6 +88,12 @@ struct Conns {
     /// Where the last read peeked: the next read looks there first, so that it returns
     /// the datagram peeked at.
     peeked: Peeked,
+    /// A connection was attached and the native socket has not been found empty since:
+    /// reads take the native socket's datagrams first, which were sent over UDP before
+    /// the connection came up.
+    settling: bool,
+    /// Otherwise, when both hold datagrams, reads take turns: the rings' next.
+    rings_turn: bool,
 }
 
 /// Where a read last peeked at a datagram.
@@ -151,6 +157,8 @@ impl Endpoint {
                         inbound: [const { None }; MAX_IN],
                         next: 0,
                         peeked: Peeked::Nothing,
+                        settling: false,
+                        rings_turn: false,
                     },
                     "dgram::Endpoint::conns"
                 ),
@@ -268,14 +276,16 @@ impl Endpoint {
             _ if local => ip,
             _ => crate::config::host::route_source(own.net(), ip).ok()?,
         };
-        let conn = stack
-            .plane
-            .new_conn(
-                node,
-                Addr::inet(src_ip, self.addr.port, v6),
-                Addr::inet(ip, port, v6),
-            )
-            .ok()?;
+        // No room in the table (or the region) or a full mailbox: UDP, and not asked
+        // again on every datagram, but after `refusal_ms`.
+        let Ok(conn) = stack.plane.new_conn(
+            node,
+            Addr::inet(src_ip, self.addr.port, v6),
+            Addr::inet(ip, port, v6),
+        ) else {
+            stack.plane.remember_refusal(what);
+            return None;
+        };
         let request = Frame::connect_request(
             conn.id,
             (to_wire(src_ip), self.addr.port),
@@ -286,6 +296,7 @@ impl Endpoint {
         .encode_bytes();
         if fabric.send_control(node, &request).is_err() {
             end(&plane, &conn);
+            stack.plane.remember_refusal(what);
             return None;
         }
         Some(Outbound {
@@ -337,6 +348,7 @@ impl Endpoint {
                     // A peek leaves the next read where the datagram is.
                     g.next = if peek { i } else { (i + 1) % MAX_IN };
                     g.peeked = if peek { Peeked::Ring } else { Peeked::Nothing };
+                    g.rings_turn = false;
                     drop(g);
                     if !peek {
                         self.received.fetch_add(1, Ordering::Relaxed);
@@ -360,9 +372,38 @@ impl Endpoint {
         self.conns.lock().peeked
     }
 
-    /// Records where the last read peeked.
-    pub(crate) fn set_peeked(&self, peeked: Peeked) {
-        self.conns.lock().peeked = peeked;
+    /// Whether a read with datagrams in both places takes the native socket's first: while
+    /// a new connection settles (see [`Conns::settling`]), and every other time after.
+    pub(crate) fn native_turn(&self) -> bool {
+        let g = self.conns.lock();
+        g.settling || !g.rings_turn
+    }
+
+    /// A read took the native socket's datagram (`peek`: peeked at it), or (`None`) found
+    /// the native socket empty.
+    pub(crate) fn took_native(&self, taken: Option<bool>) {
+        let mut g = self.conns.lock();
+        match taken {
+            Some(peek) => {
+                g.peeked = if peek {
+                    Peeked::Native
+                } else {
+                    Peeked::Nothing
+                };
+                g.rings_turn = true;
+            }
+            None => {
+                g.settling = false;
+                if g.peeked == Peeked::Native {
+                    g.peeked = Peeked::Nothing;
+                }
+            }
+        }
+    }
+
+    /// Forgets a peek whose datagram another reader took.
+    pub(crate) fn forget_peek(&self) {
+        self.conns.lock().peeked = Peeked::Nothing;
     }
 
     /// Whether a datagram waits in an inbound ring; the empty ones are asked to ring the
@@ -482,6 +523,7 @@ impl DatagramPort for Endpoint {
         };
         conn.set_owner(self.owner);
         *slot = Some(Inbound { conn });
+        g.settling = true;
         drop(g);
         // A reader asleep (or an epoll) looks again, and asks the new ring to ring the
         // doorbell at its first datagram.

@@ -219,40 +219,46 @@ impl SciDgram {
         let mut timeo = own.rcvtimeo(nonblock);
         let dontwait = (f | bindings::MSG_DONTWAIT) as c_int;
         loop {
-            // The native socket first when it holds a datagram: one sent over UDP before
-            // its destination's implicit connection came up was queued before any that
-            // took the connection (a send on this machine queues it before returning), so
-            // the first datagrams over SCI do not overtake it.
+            // Datagrams in both places: the native socket's first while a new connection
+            // settles (one sent over UDP before its destination's connection came up was
+            // queued before any that took the connection, as a send on this machine queues
+            // it before returning: the first datagrams over SCI do not overtake it), then
+            // each in turn (neither starves the other).
             let peeked = ep.peeked();
-            if peeked == Peeked::Native || peeked == Peeked::Nothing && native.readable() {
-                match native.recvmsg(msg, len, dontwait) {
-                    Err(e) if e == EAGAIN => {}
-                    r => {
-                        let at = if peek && r.is_ok() {
-                            Peeked::Native
-                        } else {
-                            Peeked::Nothing
-                        };
-                        ep.set_peeked(at);
-                        return r;
+            let native_first = match peeked {
+                Peeked::Native => true,
+                Peeked::Ring => false,
+                Peeked::Nothing => native.readable() && ep.native_turn(),
+            };
+            for from_native in [native_first, !native_first] {
+                if from_native {
+                    if peeked != Peeked::Native && !native.readable() {
+                        ep.took_native(None);
+                        continue;
                     }
+                    match native.recvmsg(msg, len, dontwait) {
+                        Err(e) if e == EAGAIN => ep.took_native(None),
+                        r => {
+                            ep.took_native(r.is_ok().then_some(peek));
+                            return r;
+                        }
+                    }
+                } else if let Some(t) = ep.recv(&plane, msg, len, peek, own.watched())? {
+                    set_msg_name(msg, t.from.as_bytes());
+                    if t.got.copied < t.got.len {
+                        set_msg_flags(msg, bindings::MSG_TRUNC);
+                    }
+                    let n = if f & bindings::MSG_TRUNC != 0 {
+                        t.got.len
+                    } else {
+                        t.got.copied
+                    };
+                    return Ok(n as c_int);
                 }
-            }
-            if let Some(t) = ep.recv(&plane, msg, len, peek, own.watched())? {
-                set_msg_name(msg, t.from.as_bytes());
-                if t.got.copied < t.got.len {
-                    set_msg_flags(msg, bindings::MSG_TRUNC);
-                }
-                let n = if f & bindings::MSG_TRUNC != 0 {
-                    t.got.len
-                } else {
-                    t.got.copied
-                };
-                return Ok(n as c_int);
             }
             if peeked != Peeked::Nothing {
                 // What was peeked at is gone (another reader took it): start afresh.
-                ep.set_peeked(Peeked::Nothing);
+                ep.forget_peek();
                 continue;
             }
             if native.readable() {
@@ -340,9 +346,16 @@ impl SocketOps for SciDgram {
 
     /// `ioctl(2)` (`FIONREAD`: the next datagram's size, `SIOCOUTQ`, interface ioctls).
     fn ioctl(&self, cmd: c_uint, arg: c_ulong) -> Result<c_int> {
-        // The datagram a read takes next: the native socket's when it holds one.
-        let next = match cmd {
-            SIOCINQ if !self.native().readable() => self.endpoint().and_then(|ep| ep.next_len()),
+        // The datagram a read takes next (as `recv_merged` chooses it).
+        let next = match (cmd, self.endpoint()) {
+            (SIOCINQ, Some(ep)) => {
+                let native = self.native();
+                if native.readable() && ep.native_turn() {
+                    None
+                } else {
+                    ep.next_len()
+                }
+            }
             _ => None,
         };
         let Some(next) = next else {
