@@ -180,6 +180,13 @@ impl Conn {
         self.head_record(&mut g).ok().flatten().map(|r| r.payload)
     }
 
+    /// Whether bytes wait in this end's ring (a spinning reader's look: posts nothing).
+    pub(crate) fn datagram_waiting(&self) -> bool {
+        let mut g = self.inner.lock();
+        g.rx.as_mut()
+            .is_some_and(|rx| rx.refresh().map_or(true, |avail| avail > 0))
+    }
+
     /// Whether a datagram waits in this end's ring; if not, a wait request is posted so
     /// that the next one rings the doorbell (poll, and a receiver about to sleep).
     pub(crate) fn datagram_ready(&self, fabric: &dyn Fabric) -> bool {
@@ -205,9 +212,19 @@ impl Conn {
     pub(crate) fn datagrams_over(&self) -> bool {
         let mut g = self.inner.lock();
         let Inner {
-            phase, rx, local, ..
+            phase,
+            rx,
+            local,
+            moving,
+            ..
         } = &mut *g;
-        if local.closed || matches!(phase, Phase::Refused | Phase::NoListener | Phase::NoRoom) {
+        if local.closed
+            || *moving
+            || matches!(
+                phase,
+                Phase::Refused | Phase::NoListener | Phase::NoRoom | Phase::Unanswered
+            )
+        {
             return true;
         }
         let Some(rx) = rx.as_mut() else {

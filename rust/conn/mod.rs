@@ -113,6 +113,9 @@ struct Inner {
     /// The fabric path was lost and the socket moves the connection onto TCP: nothing
     /// more is written into the peer's ring; what is in this end's ring is still read.
     moving: bool,
+    /// An implicit connection of datagram sockets: it has no byte stream to carry over to
+    /// TCP, so a lost fabric path resets it (its datagrams go over UDP again).
+    never_moves: bool,
     /// How the recent waits of blocking sends and of blocking receives ended: whether
     /// the next one spins (`proto/spin.rs`).
     spin_send: SpinHistory,
@@ -222,6 +225,7 @@ impl Conn {
                         peer_lost: false,
                         peer_gone: false,
                         moving: false,
+                        never_moves: false,
                         spin_send: SpinHistory::new(),
                         spin_recv: SpinHistory::new(),
                     },

@@ -90,6 +90,7 @@ impl Conn {
             return self.doorbell();
         }
         let movable = may_move
+            && !g.never_moves
             && !reset_before
             && g.phase == Phase::Established
             && !g.local.closed
@@ -114,6 +115,24 @@ impl Conn {
         }
         self.wake(Wake::State);
         self.doorbell()
+    }
+
+    /// Marks an implicit connection of datagram sockets, which never moves onto TCP: a
+    /// lost fabric path resets it. One that started moving already (its path was lost
+    /// while it was being set up) is reset now.
+    pub(crate) fn never_move(&self) {
+        let mut g = self.inner.lock();
+        g.never_moves = true;
+        if !g.moving {
+            return;
+        }
+        g.moving = false;
+        if let Some(rx) = g.rx.as_mut() {
+            rx.latch_peer_abort();
+        }
+        drop(g);
+        self.wake(Wake::State);
+        self.wake(Wake::Readable);
     }
 
     /// Sets who moves the connection onto TCP when its fabric path is lost; if it was

@@ -5,6 +5,7 @@ each other take an implicit SCI connection once it is up.
 
 Usage: sci_udp_echo.py serve PORT
        sci_udp_echo.py client HOST PORT [ROUNDS [BURST]]
+       sci_udp_echo.py probe HOST PORT
 
 serve   echoes every datagram to its source, blocking in recvfrom (no poll), forever.
 client  sends ROUNDS (default 500) numbered datagrams of varying sizes one at a time,
@@ -15,6 +16,10 @@ client  sends ROUNDS (default 500) numbered datagrams of varying sizes one at a 
         the socket was first in mode sci (-1: never), its mode at the end and its
         fdinfo counters (sent, received and dropped over SCI). Exits 1 on a lost, torn or
         misordered echo.
+probe   one socket, driven through standard input: each line "round SECONDS" sends one
+        datagram and waits that long for its echo, then prints a JSON line: whether the
+        echo came ({"echo": true}), and the socket's mode (for a test that watches the
+        socket's implicit connection end when the peer's node dies, and come back).
 """
 
 import json
@@ -99,6 +104,25 @@ def client(host, port, rounds, burst):
     return 0
 
 
+def probe(host, port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    n = 0
+    for line in sys.stdin:
+        words = line.split()
+        if words[:1] != ["round"]:
+            continue
+        s.settimeout(float(words[1]))
+        s.sendto(payload(n), (host, port))
+        echo = False
+        try:
+            while not echo:
+                echo = s.recv(65535) == payload(n)
+        except OSError:
+            pass
+        n += 1
+        print(json.dumps({"echo": echo, "mode": mode_of(s), **counters(s)}), flush=True)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "serve":
         serve(int(sys.argv[2]))
@@ -106,6 +130,8 @@ def main():
         rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 500
         burst = int(sys.argv[5]) if len(sys.argv) > 5 else 64
         sys.exit(client(sys.argv[2], int(sys.argv[3]), rounds, burst))
+    elif len(sys.argv) == 4 and sys.argv[1] == "probe":
+        probe(sys.argv[2], int(sys.argv[3]))
     else:
         sys.exit(__doc__)
 

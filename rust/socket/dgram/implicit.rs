@@ -35,11 +35,13 @@ use crate::control::{DatagramPort, Destination, Plane};
 use crate::fabric::NodeId;
 use crate::proto::frame::Frame;
 use crate::proto::record::MAX_PAYLOAD;
+use crate::proto::spin::{SpinHistory, SpinSetting};
 use crate::socket::native::Native;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::Msg;
-use crate::sys::params::{dgram_idle_ms, sci_loopback_enabled};
+use crate::sys::params::{default_spin_us, dgram_idle_ms, sci_loopback_enabled};
+use crate::sys::task::cpu_contended;
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -94,6 +96,8 @@ struct Conns {
     settling: bool,
     /// Otherwise, when both hold datagrams, reads take turns: the rings' next.
     rings_turn: bool,
+    /// How the recent spins of blocking reads ended (`proto/spin.rs`).
+    spin: SpinHistory,
 }
 
 /// Where a read last peeked at a datagram.
@@ -159,6 +163,7 @@ impl Endpoint {
                         peeked: Peeked::Nothing,
                         settling: false,
                         rings_turn: false,
+                        spin: SpinHistory::new(),
                     },
                     "dgram::Endpoint::conns"
                 ),
@@ -286,6 +291,7 @@ impl Endpoint {
             stack.plane.remember_refusal(what);
             return None;
         };
+        conn.never_move();
         let request = Frame::connect_request(
             conn.id,
             (to_wire(src_ip), self.addr.port),
@@ -399,6 +405,36 @@ impl Endpoint {
                 }
             }
         }
+    }
+
+    /// A blocking read about to sleep spins first, as a stream socket's does
+    /// (`spin_us`: adaptive unless set), while `ready` says nothing came; only a socket
+    /// with implicit connections spins (a UDP-only one sleeps as UDP's). True when
+    /// something came.
+    pub(crate) fn spin_before_sleep(&self, own: &OwnSk, mut ready: impl FnMut() -> bool) -> bool {
+        let setting = default_spin_us().map_or(SpinSetting::Adaptive, SpinSetting::Fixed);
+        let us = {
+            let mut g = self.conns.lock();
+            if g.inbound.iter().all(Option::is_none) {
+                return false;
+            }
+            g.spin.plan(setting, cpu_contended())
+        };
+        if us == 0 {
+            return false;
+        }
+        let hit = own.spin(us, || {
+            ready()
+                || self
+                    .inbound_conns()
+                    .iter()
+                    .flatten()
+                    .any(|c| c.datagram_waiting())
+        });
+        if setting == SpinSetting::Adaptive {
+            self.conns.lock().spin.record(hit);
+        }
+        hit
     }
 
     /// Forgets a peek whose datagram another reader took.
@@ -521,6 +557,7 @@ impl DatagramPort for Endpoint {
         let Some(slot) = g.inbound.iter_mut().find(|c| c.is_none()) else {
             return Err(conn);
         };
+        conn.never_move();
         conn.set_owner(self.owner);
         *slot = Some(Inbound { conn });
         g.settling = true;

@@ -273,6 +273,9 @@ impl SciDgram {
                 ep.any_ready(&plane);
                 return Err(EAGAIN);
             }
+            if ep.spin_before_sleep(own, || native.readable()) {
+                continue;
+            }
             own.wait(&mut timeo, || {
                 Ok(ep.any_ready(&plane) || native.readable() || native.read_shut())
             })?;

@@ -10,9 +10,11 @@
 //!
 //! Environment (read once, when the library is loaded):
 //! - `SCI_DISABLE=1`: never rewrite.
-//! - `SCI_DGRAM=1`: UDP sockets (`SOCK_DGRAM`, protocol 0 or `IPPROTO_UDP`) become
-//!   `AF_SCI` datagram sockets too. Off by default while those carry every datagram
-//!   over their native UDP socket (`Documentation/af_sci.rst`, "Datagram sockets").
+//! - `SCI_DGRAM=0`: UDP sockets (`SOCK_DGRAM`, protocol 0 or `IPPROTO_UDP`) stay UDP.
+//!   By default (unset, or any other value but empty) they become `AF_SCI` datagram
+//!   sockets too, whose datagrams to other `AF_SCI` datagram sockets take implicit SCI
+//!   connections (`Documentation/af_sci.rst`, "Datagram sockets"). A rule of
+//!   `preload.conf` that keeps a whole program on TCP keeps its UDP sockets too.
 //! - `SCI_DEBUG=1`: one stderr line per rewritten socket, and one per process
 //!   when sockets stay as they are (module not loaded, disabled, …).
 //! - `SCI_FAMILY_FILE=PATH`: testing aid, read the family number from PATH
@@ -85,13 +87,18 @@ fn write_stderr(bytes: &[u8]) {
     set_errno(saved);
 }
 
-/// Reads a boolean environment variable through libc's `getenv`.
+/// Reads a boolean environment variable through libc's `getenv` (off when unset).
 fn getenv_flag(name: &CStr) -> bool {
+    getenv_flag_or(name, false)
+}
+
+/// Reads a boolean environment variable through libc's `getenv`, `default` when unset.
+fn getenv_flag_or(name: &CStr, default: bool) -> bool {
     // SAFETY: name is NUL-terminated. getenv returns null or a pointer to a
     // NUL-terminated string in the environment, which we only read right away.
     let value = unsafe { libc::getenv(name.as_ptr()) };
     if value.is_null() {
-        return policy::env_flag(None);
+        return default;
     }
     // SAFETY: value is non-null and points to a NUL-terminated string (above).
     let bytes = unsafe { CStr::from_ptr(value) }.to_bytes();
@@ -206,7 +213,8 @@ fn init() -> Config {
 
     let disabled = getenv_flag(c"SCI_DISABLE");
     let debug = getenv_flag(c"SCI_DEBUG");
-    let dgram = getenv_flag(c"SCI_DGRAM");
+    // UDP sockets too unless SCI_DGRAM=0 (or empty) says otherwise.
+    let dgram = getenv_flag_or(c"SCI_DGRAM", true);
     let family = if disabled {
         FamilyStatus::Missing
     } else {

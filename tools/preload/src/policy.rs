@@ -51,7 +51,7 @@ pub struct Config {
     pub family: FamilyStatus,
     /// What the rules say about this program.
     pub program: ProgramState,
-    /// `SCI_DGRAM` is set: UDP sockets become `AF_SCI` datagram sockets too.
+    /// UDP sockets become `AF_SCI` datagram sockets too (`SCI_DGRAM`, on unless `0`).
     pub dgram: bool,
 }
 

@@ -59,8 +59,9 @@ print(dom(socket.AF_INET, socket.SOCK_STREAM),
       dom(socket.AF_INET, socket.SOCK_STREAM | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC, socket.IPPROTO_TCP))
 PY
 
-run_domains() { # ENV... -- prints stdout to $work/out, stderr to $work/err
-	env "$@" "$sci_run" python3 "$work/domains.py" >"$work/out" 2>"$work/err"
+run_domains() { # ENV... -- prints stdout to $work/out, stderr to $work/err (UDP left alone
+	# unless ENV says otherwise: SCI_DGRAM=0 first)
+	env SCI_DGRAM=0 "$@" "$sci_run" python3 "$work/domains.py" >"$work/out" 2>"$work/err"
 }
 
 expect_out() { # NAME EXPECTED
@@ -112,6 +113,15 @@ expect_err_lines "rewrite: AF_INET line names both families" \
 
 run_domains SCI_FAMILY_FILE="$work/family-inet6"
 expect_out "rewrite without SCI_DEBUG" "10 10 2 10"
+
+# UDP sockets: rewritten by default (SCI_DGRAM unset), and with SCI_DGRAM=1; not with 0.
+env -u SCI_DGRAM SCI_FAMILY_FILE="$work/family-inet6" SCI_DEBUG=1 "$sci_run" python3 "$work/domains.py" \
+	>"$work/out" 2>"$work/err"
+expect_out "SCI_DGRAM unset: UDP sockets get the family of the file too" "10 10 10 10"
+expect_err_lines "SCI_DGRAM unset: a debug line for the UDP socket too" \
+	'^sci-preload: fd [0-9]*: family [0-9]* (AF_INET6*) -> 10 (AF_SCI)$' 3
+run_domains SCI_FAMILY_FILE="$work/family-inet6" SCI_DGRAM=1
+expect_out "SCI_DGRAM=1: UDP sockets rewritten" "10 10 10 10"
 expect_err_lines "rewrite without SCI_DEBUG: silent" '' 0
 
 run_domains SCI_FAMILY_FILE="$work/family-inet6" SCI_DISABLE=1 SCI_DEBUG=1
@@ -130,7 +140,7 @@ expect_out "EAFNOSUPPORT from the AF_SCI family: transparent fallback" "2 10 2 2
 expect_err_lines "EAFNOSUPPORT fallback: one line per socket" 'not supported (module unloaded?)' 3
 
 # sci-run -d is SCI_DEBUG=1
-env SCI_FAMILY_FILE="$work/family-inet6" "$sci_run" -d python3 "$work/domains.py" >"$work/out" 2>"$work/err"
+env SCI_DGRAM=0 SCI_FAMILY_FILE="$work/family-inet6" "$sci_run" -d python3 "$work/domains.py" >"$work/out" 2>"$work/err"
 expect_err_lines "sci-run -d turns on debug lines" '-> 10 (AF_SCI)' 2
 
 # --- multithreaded, signal handlers (C) -------------------------------------
@@ -331,8 +341,9 @@ if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null &&
 		mount -t overlay overlay -o lowerdir=/etc,upperdir="$1/etc-upper",workdir="$1/etc-work" /etc || exit 99
 		SCI_FAMILY_FILE="$1/family-inet6" SCI_DEBUG=1 python3 "$1/domains.py"
 	' sh "$work" >"$work/out" 2>"$work/err"
-	expect_out "/etc/ld.so.preload (absolute path), no LD_PRELOAD: rewrite works" "10 10 2 10"
-	expect_err_lines "/etc/ld.so.preload: debug lines" '-> 10 (AF_SCI)' 2
+	# UDP too: SCI_DGRAM is not set.
+	expect_out "/etc/ld.so.preload (absolute path), no LD_PRELOAD: rewrite works" "10 10 10 10"
+	expect_err_lines "/etc/ld.so.preload: debug lines" '-> 10 (AF_SCI)' 3
 else
 	skipped "/etc/ld.so.preload check (needs root, unshare, overlayfs)"
 fi
