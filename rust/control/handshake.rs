@@ -95,14 +95,23 @@ impl Plane<'_> {
         frame: &Frame,
         conn: &Conn,
     ) -> core::result::Result<(), AcceptRefused> {
+        // Within this node a segment that does not map is an end that went first (its
+        // listener closed): nobody's fault, as `EndGone` below.
+        let local = from == self.fabric.local_node();
         let seg = self
             .fabric()
             .map_segment(from, frame.src.slot)
-            .map_err(AcceptRefused::NoSegment)?;
+            .map_err(|e| {
+                if local {
+                    AcceptRefused::EndGone
+                } else {
+                    AcceptRefused::NoSegment(e)
+                }
+            })?;
         // Within this node the listener's end is in our own table: it must still be the
         // end that answered us (its slot may hold another connection now; see
         // `Table::own_end`).
-        if from == self.fabric.local_node()
+        if local
             && !self
                 .table
                 .own_end(frame.src, &seg)
