@@ -1101,3 +1101,32 @@ void t_sci_dgram_idle(void)
 	close(a);
 	close(b);
 }
+
+void t_sci_dgram_opt_out(void)
+{
+	struct sockaddr_storage aa, ba;
+	struct sci_info info;
+	socklen_t len = sizeof(info);
+	char buf[16];
+	int a, b, i, v = 2;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	EXPECT_ERR(setsockopt(b, SOL_SCI, SCI_FABRIC, &v, sizeof(v)), EINVAL);
+	EXPECT_EQ(getint(b, SOL_SCI, SCI_FABRIC), 1);
+	/* SCI_FABRIC 0: its datagrams stay UDP, however many go. */
+	setint(b, SOL_SCI, SCI_FABRIC, 0);
+	EXPECT_EQ(getint(b, SOL_SCI, SCI_FABRIC), 0);
+	for (i = 0; i < 200; i++) {
+		send_to(b, "x", 1, &aa);
+		EXPECT_EQ(recv_one(a, buf, sizeof(buf), 0, NULL), 1);
+	}
+	EXPECT_EQ(fdinfo_field(b, "sci-datagrams", "sent"), 0);
+	SYS(getsockopt(b, SOL_SCI, SCI_INFO, &info, &len));
+	CHECK(info.mode == SCI_MODE_NATIVE && info.fallback_reason == SCI_FALLBACK_OPTED_OUT,
+	      "SCI_INFO mode %u reason %u after SCI_FABRIC 0", info.mode, info.fallback_reason);
+	/* Back to 1: the fabric again. */
+	setint(b, SOL_SCI, SCI_FABRIC, 1);
+	await_fabric(a, b, &aa);
+	close(a);
+	close(b);
+}

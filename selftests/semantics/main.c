@@ -92,6 +92,7 @@ static const struct test tests[] = {
 	{ "sci_info_set_enoprotoopt", t_sci_info_set, 0, true },
 	{ "sci_fallback_handover", t_sci_fallback_handover, 0, true },
 	{ "sci_dgram_idle", t_sci_dgram_idle, 0, true },
+	{ "sci_dgram_opt_out", t_sci_dgram_opt_out, 0, true },
 	{ "splice_socket_pipe", t_splice, 0, false },
 	{ "dgram_echo_v4", t_dgram_echo_v4, 0, false },
 	{ "dgram_echo_v6", t_dgram_echo_v6, 0, false },

@@ -49,6 +49,8 @@
  * fall back with SCI_FALLBACK_OPTED_OUT and its listen() takes TCP connections only.
  * Set before connect() or listen() (later: EISCONN).  The preload sets it for a
  * connection or listener that a rule of /etc/af_sci/preload.conf keeps on TCP.
+ * On a datagram socket it may be set at any time: 0 keeps its datagrams on its native
+ * UDP socket (its implicit SCI connections end), 1 lets them use the fabric again.
  */
 #define SCI_FABRIC		4
 

@@ -34,6 +34,7 @@ use crate::sys::net::{
 };
 use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
+use core::sync::atomic::{AtomicBool, Ordering};
 use implicit::{Endpoint, Peeked};
 use kernel::fmt;
 use kernel::prelude::*;
@@ -57,6 +58,8 @@ pub(crate) struct SciDgram {
     /// Its implicit connections, once its native socket is bound.
     #[pin]
     endpoint: SpinLock<Option<Arc<Endpoint>>>,
+    /// `SCI_FABRIC` 0: no implicit connection.
+    opted_out: AtomicBool,
 }
 
 impl SciDgram {
@@ -68,6 +71,7 @@ impl SciDgram {
             registry: Membership::new(),
             stack,
             endpoint <- kernel::new_spinlock!(None, "SciDgram::endpoint"),
+            opted_out: AtomicBool::new(false),
         })
     }
 
@@ -127,7 +131,8 @@ impl SciDgram {
             old.close(&self.stack);
             *self.endpoint.lock() = None;
         }
-        let addr = addr.filter(|_| sci_loopback_enabled())?;
+        let addr =
+            addr.filter(|_| sci_loopback_enabled() && !self.opted_out.load(Ordering::Relaxed))?;
         let ep = Endpoint::new(own.wake_token(), *native, addr).ok()?;
         // Another socket bound to the same address (SO_REUSEPORT) is the one reached; this
         // one still sends over the fabric.
@@ -136,24 +141,50 @@ impl SciDgram {
         Some(ep)
     }
 
-    /// `setsockopt(SOL_SCI, SCI_NATIVE_FAMILY)` before the socket is committed; the
-    /// stream socket's other `SOL_SCI` options have no meaning here (`ENOPROTOOPT`).
+    /// `setsockopt(SOL_SCI, ...)`: `SCI_NATIVE_FAMILY` before the socket is committed;
+    /// `SCI_FABRIC` at any time (0 keeps the socket on UDP: its implicit connections end,
+    /// and none is made while it stays 0). The stream socket's `SCI_SPIN_US` has no
+    /// meaning here (`ENOPROTOOPT`).
     fn set_sci_option(&self, own: &OwnSk, optname: c_int, val: OptVal, len: c_uint) -> Result {
-        if optname != bindings::SCI_NATIVE_FAMILY as c_int {
-            return Err(errno(bindings::ENOPROTOOPT));
+        let value = match optname as u32 {
+            bindings::SCI_NATIVE_FAMILY | bindings::SCI_FABRIC => int_optval(val, len)?,
+            _ => return Err(errno(bindings::ENOPROTOOPT)),
+        };
+        if optname as u32 == bindings::SCI_NATIVE_FAMILY {
+            return self.slot.set_family(own, value);
         }
-        self.slot.set_family(own, int_optval(val, len)?)
+        if value != 0 && value != 1 {
+            return Err(EINVAL);
+        }
+        self.opted_out.store(value == 0, Ordering::Relaxed);
+        if value == 0 {
+            let ep = self.endpoint.lock().take();
+            if let Some(ep) = ep {
+                ep.close(&self.stack);
+            }
+        }
+        Ok(())
     }
 
-    /// `struct sci_info` as bytes: every datagram goes over the native socket (mode
-    /// native, reason `no-fabric`), in the native socket's state (`TCP_ESTABLISHED` when
-    /// connected, as UDP keeps it, else `TCP_CLOSE`).
+    /// Why the socket's datagrams go over UDP (when no implicit connection is up).
+    fn native_reason(&self) -> FallbackReason {
+        if self.opted_out.load(Ordering::Relaxed) {
+            FallbackReason::OptedOut
+        } else {
+            FallbackReason::NoFabric
+        }
+    }
+
+    /// `struct sci_info` as bytes: mode sci while an implicit connection is up, else
+    /// native (reason `no-fabric`, or `opted-out` after `SCI_FABRIC` 0), in the native
+    /// socket's state (`TCP_ESTABLISHED` when connected, as UDP keeps it, else
+    /// `TCP_CLOSE`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
         let (mode, reason) = if self.over_sci() {
             (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
         } else {
-            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::NoFabric)
+            (bindings::sci_mode_SCI_MODE_NATIVE, self.native_reason())
         };
         sci_info_bytes([
             mode,
@@ -420,6 +451,10 @@ impl SocketOps for SciDgram {
             bindings::SCI_NATIVE_FAMILY => {
                 put_option(&self.native().family().to_ne_bytes(), val, len)
             }
+            bindings::SCI_FABRIC => {
+                let on = c_int::from(!self.opted_out.load(Ordering::Relaxed));
+                put_option(&on.to_ne_bytes(), val, len)
+            }
             _ => Err(errno(bindings::ENOPROTOOPT)),
         }
     }
@@ -431,7 +466,7 @@ impl SocketOps for SciDgram {
         let reason = if sci {
             FallbackReason::None
         } else {
-            FallbackReason::NoFabric
+            self.native_reason()
         };
         let mut info =
             SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
@@ -448,7 +483,7 @@ impl SocketOps for SciDgram {
         let (mode, reason) = if self.over_sci() {
             ("sci", FallbackReason::None.name())
         } else {
-            ("native", FallbackReason::NoFabric.name())
+            ("native", self.native_reason().name())
         };
         let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
         CString::try_from_fmt(fmt!(
