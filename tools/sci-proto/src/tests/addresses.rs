@@ -2,9 +2,10 @@
 //! racing the writer never takes a mix of two publications, and whatever a peer writes
 //! there yields only usable addresses (or nothing).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use super::{claim_alone, TestSegment, XorShift};
 use crate::proto::region::{
@@ -112,19 +113,30 @@ fn a_racing_reader_never_takes_a_torn_publication() {
     ];
     r.publish_addresses(1, &sets[0]);
     let stop = Arc::new(AtomicBool::new(false));
+    // Read attempts so far: after each publication the writer waits for the reader's next
+    // attempt to end, so that it races the reader without starving it (on a loaded host a
+    // writer that never pauses can keep every read busy).
+    let reads = Arc::new(AtomicUsize::new(0));
     let writer = {
-        let (r, stop) = (r.clone(), stop.clone());
+        let (r, stop, reads) = (r.clone(), stop.clone(), reads.clone());
         thread::spawn(move || {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
+                let before = reads.load(Ordering::Acquire);
                 i += 1;
                 r.publish_addresses(1, &sets[i % 2]);
+                while reads.load(Ordering::Acquire) == before && !stop.load(Ordering::Relaxed) {
+                    thread::yield_now();
+                }
             }
             i
         })
     };
+    // Until both sets were read whole a few times (and every read was whole or busy);
+    // the deadline only turns a hang into a failure.
+    let deadline = Instant::now() + Duration::from_secs(60);
     let (mut seen, mut busy) = ([0usize; 2], 0usize);
-    for _ in 0..200_000 {
+    while (seen[0] < 100 || seen[1] < 100) && Instant::now() < deadline {
         match r.published_addresses(1) {
             Some(got) => {
                 let which = sets
@@ -135,11 +147,12 @@ fn a_racing_reader_never_takes_a_torn_publication() {
             }
             None => busy += 1,
         }
+        reads.fetch_add(1, Ordering::Release);
     }
     stop.store(true, Ordering::Relaxed);
     let writes = writer.join().unwrap();
     assert!(
-        writes > 0 && seen[0] + seen[1] > 0,
+        writes > 0 && seen[0] >= 100 && seen[1] >= 100,
         "{seen:?} {busy} {writes}"
     );
 }
