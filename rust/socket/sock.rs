@@ -33,7 +33,7 @@ use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM};
+use crate::sys::net::{put_ioctl_int, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
@@ -42,10 +42,8 @@ use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex, SpinLock};
-use kernel::uaccess::UserSlice;
 
-/// `FIONREAD`/`SIOCINQ` and `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
-const SIOCINQ: c_uint = 0x541b;
+/// `SIOCOUTQ` (`TIOCOUTQ`) on x86 and most architectures.
 const SIOCOUTQ: c_uint = 0x5411;
 
 /// The flags of an accept (`O_NONBLOCK`, ...).
@@ -555,11 +553,7 @@ impl SciSock {
             c if c == bindings::SIOCOUTQNSD => conn.unsent(),
             _ => return self.native().ioctl(cmd, arg),
         };
-        let value = c_int::try_from(value).unwrap_or(c_int::MAX);
-        UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
-            .writer()
-            .write(&value)?;
-        Ok(0)
+        put_ioctl_int(arg, value)
     }
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD`, so an admin (and the tests) can

@@ -64,6 +64,19 @@ pub(crate) fn accept_arg_flags(arg: *mut bindings::proto_accept_arg) -> c_int {
     unsafe { (*arg).flags }
 }
 
+/// `FIONREAD`/`SIOCINQ` on x86 and most architectures.
+pub(crate) const SIOCINQ: core::ffi::c_uint = 0x541b;
+
+/// Answers an `ioctl` whose argument `arg` points to an `int` (`SIOCINQ`, `SIOCOUTQ`):
+/// `value`, capped at `INT_MAX`.
+pub(crate) fn put_ioctl_int(arg: core::ffi::c_ulong, value: u64) -> Result<c_int> {
+    let value = c_int::try_from(value).unwrap_or(c_int::MAX);
+    UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
+        .writer()
+        .write(&value)?;
+    Ok(0)
+}
+
 /// Whether a message to send carries control messages (`IP_PKTINFO`, `UDP_SEGMENT`, ...).
 pub(crate) fn msg_has_control(msg: Msg) -> bool {
     // SAFETY: the socket layer passes a live message; the helper reads a field.

@@ -65,8 +65,11 @@ fn now_ms() -> i64 {
 
 /// An implicit connection to one destination.
 struct Outbound {
-    /// The destination (canonical address, port).
+    /// The destination as the sender names it (canonical address, port).
     dest: (Ip, u16),
+    /// The destination as the request named it (`0.0.0.0` there is a loopback address), as
+    /// a refusal is remembered.
+    what: Destination,
     conn: Arc<Conn>,
     /// Answered by the peer's node (else still waiting, until `since_ms + ANSWER_MS`).
     up: bool,
@@ -221,7 +224,7 @@ impl Endpoint {
                 Phase::Connecting if now - since_ms < ANSWER_MS => return None,
                 phase => {
                     if let Some(o) = g.out[i].take() {
-                        self.give_up(stack, own, &o, phase);
+                        self.give_up(stack, &o, phase);
                     }
                     return None;
                 }
@@ -252,7 +255,8 @@ impl Endpoint {
 
     /// Starts an implicit connection to `dest` if the node map puts it on a node of the
     /// fabric and nothing rules it out; `None` leaves the destination to UDP.
-    fn start(&self, stack: &Stack, own: &OwnSk, (ip, port): (Ip, u16)) -> Option<Outbound> {
+    fn start(&self, stack: &Stack, own: &OwnSk, dest: (Ip, u16)) -> Option<Outbound> {
+        let (ip, port) = dest;
         let plane = stack.plane.plane();
         let fabric = plane.fabric();
         let Decision::Sci(node) = stack.decide(own.net(), ip, port) else {
@@ -306,7 +310,8 @@ impl Endpoint {
             return None;
         }
         Some(Outbound {
-            dest: (ip.canonical(), port),
+            dest,
+            what,
             conn,
             up: false,
             since_ms: now_ms(),
@@ -315,20 +320,11 @@ impl Endpoint {
 
     /// Ends an outbound connection that never came up; a destination with no datagram
     /// socket bound is remembered as refused.
-    fn give_up(&self, stack: &Stack, own: &OwnSk, o: &Outbound, phase: Phase) {
+    fn give_up(&self, stack: &Stack, o: &Outbound, phase: Phase) {
         let plane = stack.plane.plane();
         end(&plane, &o.conn);
         if phase == Phase::NoListener {
-            let node = o.conn.peer_node;
-            let local = node == plane.fabric().local_node();
-            let (ip, port) = o.dest;
-            stack.plane.remember_refusal(Destination {
-                node,
-                ip,
-                port,
-                namespace: if local { own.namespace().0 } else { 0 },
-                datagram: true,
-            });
+            stack.plane.remember_refusal(o.what);
         }
     }
 

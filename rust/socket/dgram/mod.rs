@@ -29,8 +29,8 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{
-    int_optval, msg_has_control, put_option, sci_info_bytes, set_msg_flags, set_msg_name, File,
-    Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM,
+    int_optval, msg_has_control, put_ioctl_int, put_option, sci_info_bytes, set_msg_flags,
+    set_msg_name, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
 };
 use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -40,10 +40,6 @@ use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, SpinLock};
-use kernel::uaccess::UserSlice;
-
-/// `FIONREAD`/`SIOCINQ` on x86 and most architectures.
-const SIOCINQ: c_uint = 0x541b;
 
 /// The state of one `AF_SCI` datagram socket (lives inside its `struct sock`).
 #[pin_data]
@@ -127,9 +123,8 @@ impl SciDgram {
         if old.as_ref().map(|e| Some(e.addr)) == Some(addr) {
             return old;
         }
-        if let Some(old) = old {
-            old.close(&self.stack);
-            *self.endpoint.lock() = None;
+        if old.is_some() {
+            self.close_endpoint();
         }
         let addr =
             addr.filter(|_| sci_loopback_enabled() && !self.opted_out.load(Ordering::Relaxed))?;
@@ -158,20 +153,34 @@ impl SciDgram {
         }
         self.opted_out.store(value == 0, Ordering::Relaxed);
         if value == 0 {
-            let ep = self.endpoint.lock().take();
-            if let Some(ep) = ep {
-                ep.close(&self.stack);
-            }
+            self.close_endpoint();
         }
         Ok(())
     }
 
-    /// Why the socket's datagrams go over UDP (when no implicit connection is up).
-    fn native_reason(&self) -> FallbackReason {
-        if self.opted_out.load(Ordering::Relaxed) {
-            FallbackReason::OptedOut
+    /// Ends the socket's endpoint, if it has one: out of the control plane's table, its
+    /// implicit connections ended (taken out of the spinlock first: closing sleeps).
+    fn close_endpoint(&self) {
+        let ep = self.endpoint.lock().take();
+        if let Some(ep) = ep {
+            ep.close(&self.stack);
+        }
+    }
+
+    /// How the socket's datagrams go: mode sci (reason none) while an implicit connection
+    /// is up, else mode native with the reason (`no-fabric`, or `opted-out` after
+    /// `SCI_FABRIC` 0). `SCI_INFO`, fdinfo and the registry's dump all say this.
+    fn path(&self) -> (u32, FallbackReason) {
+        let sci = self.endpoint().is_some_and(|ep| {
+            let c = ep.counts();
+            c.out + c.inbound > 0
+        });
+        if sci {
+            (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
+        } else if self.opted_out.load(Ordering::Relaxed) {
+            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::OptedOut)
         } else {
-            FallbackReason::NoFabric
+            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::NoFabric)
         }
     }
 
@@ -181,25 +190,13 @@ impl SciDgram {
     /// `TCP_CLOSE`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
-        let (mode, reason) = if self.over_sci() {
-            (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
-        } else {
-            (bindings::sci_mode_SCI_MODE_NATIVE, self.native_reason())
-        };
+        let (mode, reason) = self.path();
         sci_info_bytes([
             mode,
             reason.as_u32(),
             native.family() as u32,
             u32::from(native.state()),
         ])
-    }
-
-    /// Whether an implicit connection is up (to a destination or from a peer).
-    fn over_sci(&self) -> bool {
-        self.endpoint().is_some_and(|ep| {
-            let c = ep.counts();
-            c.out + c.inbound > 0
-        })
     }
 
     /// The destination of a datagram that may take the fabric: sent as given (no control
@@ -392,14 +389,10 @@ impl SocketOps for SciDgram {
             }
             _ => None,
         };
-        let Some(next) = next else {
-            return self.native().ioctl(cmd, arg);
-        };
-        let value = c_int::try_from(next).unwrap_or(c_int::MAX);
-        UserSlice::new(arg as usize, core::mem::size_of::<c_int>())
-            .writer()
-            .write(&value)?;
-        Ok(0)
+        match next {
+            Some(len) => put_ioctl_int(arg, len as u64),
+            None => self.native().ioctl(cmd, arg),
+        }
     }
 
     /// `SIOCGSTAMP` and friends.
@@ -462,17 +455,10 @@ impl SocketOps for SciDgram {
     /// The registry's dump: the native socket's, in mode sci (with no fallback reason)
     /// while an implicit connection is up.
     fn diag(&self, own: &OwnSk) -> SockInfo {
-        let sci = self.over_sci();
-        let reason = if sci {
-            FallbackReason::None
-        } else {
-            self.native_reason()
-        };
+        let (mode, reason) = self.path();
         let mut info =
             SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
-        if sci {
-            info.mode = bindings::sci_mode_SCI_MODE_SCI;
-        }
+        info.mode = mode;
         info
     }
 
@@ -480,11 +466,15 @@ impl SocketOps for SciDgram {
     /// its type).
     fn fdinfo(&self) -> Result<CString> {
         let family = self.native().family_name();
-        let (mode, reason) = if self.over_sci() {
-            ("sci", FallbackReason::None.name())
-        } else {
-            ("native", self.native_reason().name())
-        };
+        let (mode, reason) = self.path();
+        let (mode, reason) = (
+            if mode == bindings::sci_mode_SCI_MODE_SCI {
+                "sci"
+            } else {
+                "native"
+            },
+            reason.name(),
+        );
         let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
@@ -503,10 +493,7 @@ impl SocketOps for SciDgram {
         // First out of the registry: once removed, no dump looks at the socket.
         self.registry.leave(&self.stack);
         // Its connections end before the native socket goes (the endpoint reads it).
-        let ep = self.endpoint.lock().take();
-        if let Some(ep) = ep {
-            ep.close(&self.stack);
-        }
+        self.close_endpoint();
         self.slot.release();
         own.set_state(bindings::TCP_CLOSE);
     }

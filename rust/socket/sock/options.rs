@@ -7,6 +7,7 @@
 
 use super::*;
 use crate::sys::net::{int_optval, put_option, sci_info_bytes};
+use kernel::uaccess::UserSlice;
 
 impl SciSock {
     /// `setsockopt(2)`: `SOL_SOCKET` goes to both sockets (the socket layer reads it back
