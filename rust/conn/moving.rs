@@ -123,16 +123,11 @@ impl Conn {
     pub(crate) fn never_move(&self) {
         let mut g = self.inner.lock();
         g.never_moves = true;
-        if !g.moving {
-            return;
-        }
-        g.moving = false;
-        if let Some(rx) = g.rx.as_mut() {
-            rx.latch_peer_abort();
-        }
+        let moving = g.moving;
         drop(g);
-        self.wake(Wake::State);
-        self.wake(Wake::Readable);
+        if moving {
+            self.stop_moving();
+        }
     }
 
     /// Sets who moves the connection onto TCP when its fabric path is lost; if it was
