@@ -20,6 +20,7 @@
 //! layer: a non-blocking connect is handed over as a [`PendingConnect`], which the
 //! socket layer implements.
 
+mod bound;
 pub(crate) mod connector;
 mod datagram_ports;
 mod handshake;
@@ -200,7 +201,10 @@ impl ControlPlane {
 
     /// Makes a datagram socket unreachable (its connections are its own to end).
     pub(crate) fn unbind_datagram(&self, port: &Arc<dyn DatagramPort>) {
-        self.parts.table.datagram_ports.remove(port)
+        self.parts
+            .table
+            .datagram_ports
+            .remove(|p| datagram_ports::same_port(p, port))
     }
 }
 

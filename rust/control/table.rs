@@ -10,8 +10,9 @@
 //! can hold one to the table without a cycle; what needs both is
 //! [`Plane`](super::Plane).
 
+use super::bound::Bound;
 use super::connector::Connector;
-use super::datagram_ports::DatagramPorts;
+use super::datagram_ports::{DatagramPorts, MAX_PORTS};
 use super::inbox::{Dropped, Inbox};
 use super::listen_queue::ListenQueue;
 use super::refusals::Refusals;
@@ -20,8 +21,6 @@ use crate::conn::{once_a_second, Conn, HeldSlots, MAX_CONNS};
 use crate::fabric::memory::SegMem;
 use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{ConnId, FRAME_SIZE};
-use crate::sys::bindings;
-use crate::sys::errno::errno;
 use crate::sys::params::hold_frames_for_test;
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use kernel::prelude::*;
@@ -61,8 +60,9 @@ pub(super) const SWEEP_MS: i64 = 100;
 pub(crate) struct Table {
     #[pin]
     pub(super) conns: SpinLock<KVec<(u32, Slot)>>,
+    /// The listening sockets SCI requests reach.
     #[pin]
-    listeners: SpinLock<KVec<Option<Arc<ListenQueue>>>>,
+    listeners: Bound<Arc<ListenQueue>>,
     #[pin]
     inbox: SpinLock<Inbox>,
     #[pin]
@@ -114,17 +114,14 @@ impl Table {
         for _ in 0..MAX_CONNS {
             conns.push((1u32, Slot::Free), GFP_KERNEL)?;
         }
-        let mut listeners = KVec::with_capacity(MAX_LISTENERS, GFP_KERNEL)?;
-        for _ in 0..MAX_LISTENERS {
-            listeners.push(None, GFP_KERNEL)?;
-        }
+        let listeners = Bound::new(MAX_LISTENERS)?;
         let inbox = Inbox::new()?;
         let held = Arc::new(HeldSlots::new(), GFP_KERNEL)?;
         let refusals = Refusals::new()?;
-        let datagram_ports = DatagramPorts::new()?;
+        let datagram_ports = DatagramPorts::new(MAX_PORTS)?;
         Ok(try_pin_init!(Self {
             conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
-            listeners <- kernel::new_spinlock!(listeners, "control::Table::listeners"),
+            listeners <- listeners,
             inbox <- kernel::new_spinlock!(inbox, "control::Table::inbox"),
             inbox_ready <- kernel::new_condvar!("control::Table::inbox_ready"),
             connector <- Connector::new(),
@@ -352,39 +349,17 @@ impl Table {
     /// Makes a listening socket reachable for SCI connection requests to its address.
     /// One listener per address (`SO_REUSEPORT` siblings after the first take TCP only).
     pub(crate) fn listen(&self, queue: Arc<ListenQueue>) -> Result {
-        let mut g = self.listeners.lock();
-        if g.iter().flatten().any(|q| q.addr == queue.addr) {
-            return Err(errno(bindings::EADDRINUSE));
-        }
-        let slot = g
-            .as_mut_slice()
-            .iter_mut()
-            .find(|q| q.is_none())
-            .ok_or(ENOSPC)?;
-        *slot = Some(queue);
-        Ok(())
+        self.listeners.add(queue.addr, queue)
     }
     /// The listener a request for `dest:port` in `namespace` reaches: the best match, as
     /// TCP's listener lookup picks it.
     pub(super) fn listener(&self, dest: Ip, port: u16, namespace: u64) -> Option<Arc<ListenQueue>> {
-        let g = self.listeners.lock();
-        g.iter()
-            .flatten()
-            .filter_map(|q| Some((q.addr.score(dest, port, namespace)?, q)))
-            .max_by_key(|(score, _)| *score)
-            .map(|(_, q)| q.clone())
+        self.listeners.find(dest, port, namespace).map(|(_, q)| q)
     }
 
     /// Makes a listening socket unreachable for SCI connection requests (its queued
     /// connections are the caller's to abort).
     pub(super) fn unlisten(&self, queue: &ListenQueue) {
-        let old = {
-            let mut g = self.listeners.lock();
-            g.as_mut_slice()
-                .iter_mut()
-                .find(|q| q.as_ref().is_some_and(|q| core::ptr::eq(&**q, queue)))
-                .and_then(Option::take)
-        };
-        drop(old);
+        self.listeners.remove(|q| core::ptr::eq(&**q, queue));
     }
 }
