@@ -24,8 +24,9 @@ pub(crate) trait DatagramPort: Send + Sync {
     /// Takes the new implicit connection `conn` (established, its peer's address in
     /// `conn.peer`); `Err` gives it back when the socket closed, takes no datagrams from
     /// that peer (connected elsewhere, or wants control messages the fabric cannot give)
-    /// or holds as many as it may.
-    fn attach(&self, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>>;
+    /// or holds as many as it may. Called before the accept is sent, so before the
+    /// peer can write a datagram into `conn`.
+    fn attach(&self, plane: &Plane<'_>, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>>;
     /// The listener kthread's periodic look: ends the connections idle longer than the
     /// limit and frees those whose peer ended.
     fn sweep(&self, plane: &Plane<'_>, now_ms: i64);

@@ -230,7 +230,7 @@ impl Plane<'_> {
         let taken = match target {
             Target::Listener(queue) => queue.push(conn),
             // A datagram socket takes its end at once: no accept().
-            Target::Port(port) => port.attach(conn),
+            Target::Port(port) => port.attach(self, conn),
         };
         if let Err(conn) = taken {
             conn.set_never_shared();

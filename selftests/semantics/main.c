@@ -133,6 +133,7 @@ static const struct test tests[] = {
 	{ "dgram_fabric_unread", t_dgram_fabric_unread, 0, false },
 	{ "dgram_fabric_rebind", t_dgram_fabric_rebind, 0, false },
 	{ "dgram_fabric_blocking", t_dgram_fabric_blocking, 0, false },
+	{ "dgram_fabric_epoll_edge", t_dgram_fabric_epoll_edge, 0, false },
 	/* TABLE-END */
 };
 

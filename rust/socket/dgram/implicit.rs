@@ -42,7 +42,6 @@ use crate::socket::stack::Stack;
 use crate::sys::net::Msg;
 use crate::sys::params::{default_spin_us, dgram_idle_ms, sci_loopback_enabled};
 use crate::sys::task::cpu_contended;
-use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
@@ -540,7 +539,7 @@ fn end(plane: &Plane<'_>, conn: &Arc<Conn>) {
 
 /// What the control plane asks of a datagram socket.
 impl DatagramPort for Endpoint {
-    fn attach(&self, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>> {
+    fn attach(&self, plane: &Plane<'_>, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>> {
         let mut g = self.conns.lock();
         if g.closed || self.native.wants_cmsg() {
             return Err(conn);
@@ -555,12 +554,13 @@ impl DatagramPort for Endpoint {
         };
         conn.never_move();
         conn.set_owner(self.owner);
-        *slot = Some(Inbound { conn });
+        *slot = Some(Inbound { conn: conn.clone() });
         g.settling = true;
         drop(g);
-        // A reader asleep (or an epoll) looks again, and asks the new ring to ring the
-        // doorbell at its first datagram.
-        wake_sk(self.owner, Wake::Readable);
+        // The new ring rings the doorbell at its first datagram, so a reader asleep (or an
+        // epoll) hears of it. The socket is not woken now: nothing arrived, and a wake
+        // would report an edge to an edge-triggered epoll that UDP never reports.
+        conn.datagram_ready(plane.fabric());
         Ok(())
     }
 
