@@ -104,6 +104,20 @@ pub(crate) struct SockInfo {
     pub(crate) node: Option<NodeId>,
     /// `SOCK_STREAM` or `SOCK_DGRAM`.
     pub(crate) sock_type: u16,
+    /// A datagram socket's implicit connections and datagrams over SCI.
+    pub(crate) dgram: Option<DgramInfo>,
+}
+
+/// What the dump reports of a datagram socket's implicit SCI connections.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct DgramInfo {
+    /// Connections up to destinations, and from peers.
+    pub(crate) implicit_out: u32,
+    pub(crate) implicit_in: u32,
+    /// Datagrams sent, received and dropped (at a full ring) over SCI.
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    pub(crate) dropped: u64,
 }
 
 impl SockInfo {
@@ -134,6 +148,7 @@ impl SockInfo {
             cookie: own.cookie(),
             node: None,
             sock_type: sock_type as u16,
+            dgram: None,
         }
     }
 }

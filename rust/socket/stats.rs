@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
-//! sockets created, connections over SCI, fallbacks per reason. They live in the
+//! sockets created, connections over SCI, fallbacks per reason, datagram sockets' implicit
+//! connections and datagrams over SCI. They live in the
 //! namespace's `net_generic` data, a C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
@@ -15,6 +16,10 @@ pub(crate) struct NetStats {
     sci_connections: AtomicU64,
     fallbacks: [AtomicU64; FallbackReason::COUNT],
     refusals_remembered: AtomicU64,
+    implicit_connections: AtomicU64,
+    dgram_sent: AtomicU64,
+    dgram_received: AtomicU64,
+    dgram_dropped: AtomicU64,
 }
 
 const _: () = {
@@ -33,6 +38,12 @@ pub(crate) struct StatsSnapshot {
     pub(crate) fallbacks: [u64; FallbackReason::COUNT],
     /// Of the `peer-rejected` ones, those that asked no peer (`control/refusals.rs`).
     pub(crate) refusals_remembered: u64,
+    /// Implicit connections of datagram sockets that came up (not in `sci_connections`).
+    pub(crate) implicit_connections: u64,
+    /// Datagrams sent, received and dropped (a full ring, at the sender) over SCI.
+    pub(crate) dgram_sent: u64,
+    pub(crate) dgram_received: u64,
+    pub(crate) dgram_dropped: u64,
 }
 
 impl NetStats {
@@ -58,6 +69,26 @@ impl NetStats {
         self.refusals_remembered.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One more implicit connection of a datagram socket up.
+    pub(crate) fn implicit_connection(&self) {
+        self.implicit_connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more datagram sent over SCI.
+    pub(crate) fn dgram_sent(&self) {
+        self.dgram_sent.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more datagram received over SCI.
+    pub(crate) fn dgram_received(&self) {
+        self.dgram_received.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One more datagram dropped at a full SCI ring.
+    pub(crate) fn dgram_dropped(&self) {
+        self.dgram_dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let mut fallbacks = [0; FallbackReason::COUNT];
@@ -69,6 +100,10 @@ impl NetStats {
             sci_connections: self.sci_connections.load(Ordering::Relaxed),
             fallbacks,
             refusals_remembered: self.refusals_remembered.load(Ordering::Relaxed),
+            implicit_connections: self.implicit_connections.load(Ordering::Relaxed),
+            dgram_sent: self.dgram_sent.load(Ordering::Relaxed),
+            dgram_received: self.dgram_received.load(Ordering::Relaxed),
+            dgram_dropped: self.dgram_dropped.load(Ordering::Relaxed),
         }
     }
 }

@@ -197,6 +197,12 @@ enum sci_sock_attr {
 	SCI_SOCK_A_RECV_Q,	/* u32: Recv-Q as ss(8) shows it (a listener: connections waiting) */
 	SCI_SOCK_A_SEND_Q,	/* u32: Send-Q as ss(8) shows it (a listener: its backlog) */
 	SCI_SOCK_A_TYPE,	/* u16: SOCK_STREAM or SOCK_DGRAM (absent: SOCK_STREAM) */
+	/* A datagram socket's implicit SCI connections and datagrams (SOCK_DGRAM only): */
+	SCI_SOCK_A_IMPLICIT_OUT,	/* u32: connections up to destinations */
+	SCI_SOCK_A_IMPLICIT_IN,		/* u32: connections from peers */
+	SCI_SOCK_A_DGRAM_SENT,		/* u64: datagrams sent over SCI */
+	SCI_SOCK_A_DGRAM_RECEIVED,	/* u64: datagrams received over SCI */
+	SCI_SOCK_A_DGRAM_DROPPED,	/* u64: datagrams dropped at a full SCI ring */
 
 	__SCI_SOCK_A_MAX,
 };
@@ -212,6 +218,12 @@ enum sci_stats_attr {
 	SCI_STATS_A_REFUSALS_REMEMBERED, /* u64: of the peer-rejected fallbacks, those that
 					  * asked no peer: the destination had refused less
 					  * than refusal_ms before */
+	SCI_STATS_A_IMPLICIT_CONNECTIONS, /* u64: implicit connections of datagram sockets
+					   * that came up (not in SCI_CONNECTIONS) */
+	SCI_STATS_A_DGRAM_SENT,		/* u64: datagrams sent over SCI */
+	SCI_STATS_A_DGRAM_RECEIVED,	/* u64: datagrams received over SCI */
+	SCI_STATS_A_DGRAM_DROPPED,	/* u64: datagrams dropped at a full SCI ring (the
+					 * sender's count: the datagram never left) */
 
 	__SCI_STATS_A_MAX,
 };

@@ -296,6 +296,21 @@ fn put_sock(w: &mut Writer<'_>, s: &SockInfo) -> Result {
     if let Some(node) = s.node {
         w.put_u32(sci_sock_attr_SCI_SOCK_A_NODE as u16, node)?;
     }
+    if let Some(d) = &s.dgram {
+        w.put_u32(sci_sock_attr_SCI_SOCK_A_IMPLICIT_OUT as u16, d.implicit_out)?;
+        w.put_u32(sci_sock_attr_SCI_SOCK_A_IMPLICIT_IN as u16, d.implicit_in)?;
+        w.put_u64(sci_sock_attr_SCI_SOCK_A_DGRAM_SENT as u16, d.sent, pad)?;
+        w.put_u64(
+            sci_sock_attr_SCI_SOCK_A_DGRAM_RECEIVED as u16,
+            d.received,
+            pad,
+        )?;
+        w.put_u64(
+            sci_sock_attr_SCI_SOCK_A_DGRAM_DROPPED as u16,
+            d.dropped,
+            pad,
+        )?;
+    }
     Ok(())
 }
 
@@ -337,6 +352,23 @@ pub(crate) fn stats_get(_stack: &Stack, req: &Request<'_>) -> Result {
                 stats.refusals_remembered,
                 pad,
             )?;
+            for (attr, v) in [
+                (
+                    sci_stats_attr_SCI_STATS_A_IMPLICIT_CONNECTIONS,
+                    stats.implicit_connections,
+                ),
+                (sci_stats_attr_SCI_STATS_A_DGRAM_SENT, stats.dgram_sent),
+                (
+                    sci_stats_attr_SCI_STATS_A_DGRAM_RECEIVED,
+                    stats.dgram_received,
+                ),
+                (
+                    sci_stats_attr_SCI_STATS_A_DGRAM_DROPPED,
+                    stats.dgram_dropped,
+                ),
+            ] {
+                w.put_u64(attr as u16, v, pad)?;
+            }
             for (reason, count) in FallbackReason::ALL.iter().zip(stats.fallbacks) {
                 if *reason == FallbackReason::None {
                     continue;

@@ -219,7 +219,7 @@ impl Endpoint {
         };
         if !up {
             match phase {
-                Phase::Established => own.stats().sci_connection(),
+                Phase::Established => own.stats().implicit_connection(),
                 Phase::Connecting if now - since_ms < ANSWER_MS => return None,
                 phase => {
                     if let Some(o) = g.out[i].take() {
@@ -235,10 +235,12 @@ impl Endpoint {
         match o.conn.send_datagram(plane.fabric(), msg, len) {
             Ok(Sent::Queued) => {
                 self.sent.fetch_add(1, Ordering::Relaxed);
+                own.stats().dgram_sent();
                 Some(Ok(len as c_int))
             }
             Ok(Sent::Dropped) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
+                own.stats().dgram_dropped();
                 Some(Ok(len as c_int))
             }
             Err(e) if e == EFAULT => Some(Err(e)),

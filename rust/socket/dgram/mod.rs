@@ -22,7 +22,7 @@ use crate::fabric::memory::msg_flags;
 use crate::socket::native::{Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
-use crate::socket::registry::{Slot, SockInfo};
+use crate::socket::registry::{DgramInfo, Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::listen_addr;
 use crate::socket::stack::Stack;
@@ -272,6 +272,9 @@ impl SciDgram {
                         }
                     }
                 } else if let Some(t) = ep.recv(&plane, msg, len, peek, own.watched())? {
+                    if !peek {
+                        own.stats().dgram_received();
+                    }
                     set_msg_name(msg, t.from.as_bytes());
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);
@@ -459,6 +462,14 @@ impl SocketOps for SciDgram {
         let mut info =
             SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
         info.mode = mode;
+        let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
+        info.dgram = Some(DgramInfo {
+            implicit_out: c.out as u32,
+            implicit_in: c.inbound as u32,
+            sent: c.sent,
+            received: c.received,
+            dropped: c.dropped,
+        });
         info
     }
 

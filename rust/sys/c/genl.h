@@ -76,6 +76,10 @@ struct sci_net_stats {
 	u64	sci_connections;
 	u64	fallbacks[__SCI_FALLBACK_MAX];
 	u64	refusals_remembered;
+	u64	implicit_connections;
+	u64	dgram_sent;
+	u64	dgram_received;
+	u64	dgram_dropped;
 };
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);

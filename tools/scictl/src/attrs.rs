@@ -72,6 +72,11 @@ pub mod sock_a {
     pub const RECV_Q: u16 = 16;
     pub const SEND_Q: u16 = 17;
     pub const TYPE: u16 = 18;
+    pub const IMPLICIT_OUT: u16 = 19;
+    pub const IMPLICIT_IN: u16 = 20;
+    pub const DGRAM_SENT: u16 = 21;
+    pub const DGRAM_RECEIVED: u16 = 22;
+    pub const DGRAM_DROPPED: u16 = 23;
 }
 
 /// `enum sci_stats_attr`.
@@ -82,6 +87,10 @@ pub mod stats_a {
     pub const SCI_CONNECTIONS: u16 = 3;
     pub const FALLBACK: u16 = 4;
     pub const REFUSALS_REMEMBERED: u16 = 5;
+    pub const IMPLICIT_CONNECTIONS: u16 = 6;
+    pub const DGRAM_SENT: u16 = 7;
+    pub const DGRAM_RECEIVED: u16 = 8;
+    pub const DGRAM_DROPPED: u16 = 9;
 }
 
 /// `enum sci_fallback_attr`.
@@ -245,6 +254,13 @@ pub enum SockAttr {
     SendQ(u32),
     /// `SOCK_STREAM` or `SOCK_DGRAM`.
     Type(u16),
+    /// A datagram socket's implicit connections (to destinations, from peers) and its
+    /// datagrams sent, received and dropped over SCI.
+    ImplicitOut(u32),
+    ImplicitIn(u32),
+    DgramSent(u64),
+    DgramReceived(u64),
+    DgramDropped(u64),
     Other(DefaultNla),
 }
 
@@ -257,8 +273,10 @@ impl Nla for SockAttr {
             SockAttr::LocalAddr(IpAddr::V6(_)) | SockAttr::PeerAddr(IpAddr::V6(_)) => 16,
             SockAttr::Mode(_) | SockAttr::Fallback(_) | SockAttr::QueueFill(_) => 4,
             SockAttr::Node(_) | SockAttr::RecvQ(_) | SockAttr::SendQ(_) => 4,
+            SockAttr::ImplicitOut(_) | SockAttr::ImplicitIn(_) => 4,
             SockAttr::State(_) => 1,
             SockAttr::Inode(_) | SockAttr::Cookie(_) => 8,
+            SockAttr::DgramSent(_) | SockAttr::DgramReceived(_) | SockAttr::DgramDropped(_) => 8,
             SockAttr::Other(nla) => nla.value_len(),
         }
     }
@@ -282,6 +300,11 @@ impl Nla for SockAttr {
             SockAttr::RecvQ(_) => sock_a::RECV_Q,
             SockAttr::SendQ(_) => sock_a::SEND_Q,
             SockAttr::Type(_) => sock_a::TYPE,
+            SockAttr::ImplicitOut(_) => sock_a::IMPLICIT_OUT,
+            SockAttr::ImplicitIn(_) => sock_a::IMPLICIT_IN,
+            SockAttr::DgramSent(_) => sock_a::DGRAM_SENT,
+            SockAttr::DgramReceived(_) => sock_a::DGRAM_RECEIVED,
+            SockAttr::DgramDropped(_) => sock_a::DGRAM_DROPPED,
             SockAttr::Other(nla) => nla.kind(),
         }
     }
@@ -304,8 +327,14 @@ impl Nla for SockAttr {
             SockAttr::Node(v) | SockAttr::RecvQ(v) | SockAttr::SendQ(v) => {
                 emit_u32(buffer, *v).unwrap_or_default()
             }
+            SockAttr::ImplicitOut(v) | SockAttr::ImplicitIn(v) => {
+                emit_u32(buffer, *v).unwrap_or_default()
+            }
             SockAttr::State(v) => buffer[0] = *v,
             SockAttr::Inode(v) | SockAttr::Cookie(v) => emit_u64(buffer, *v).unwrap_or_default(),
+            SockAttr::DgramSent(v) | SockAttr::DgramReceived(v) | SockAttr::DgramDropped(v) => {
+                emit_u64(buffer, *v).unwrap_or_default()
+            }
             SockAttr::Other(nla) => nla.emit_value(buffer),
         }
     }
@@ -332,6 +361,11 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for SockAttr {
             sock_a::RECV_Q => SockAttr::RecvQ(parse_u32(p)?),
             sock_a::SEND_Q => SockAttr::SendQ(parse_u32(p)?),
             sock_a::TYPE => SockAttr::Type(parse_u16(p)?),
+            sock_a::IMPLICIT_OUT => SockAttr::ImplicitOut(parse_u32(p)?),
+            sock_a::IMPLICIT_IN => SockAttr::ImplicitIn(parse_u32(p)?),
+            sock_a::DGRAM_SENT => SockAttr::DgramSent(parse_u64(p)?),
+            sock_a::DGRAM_RECEIVED => SockAttr::DgramReceived(parse_u64(p)?),
+            sock_a::DGRAM_DROPPED => SockAttr::DgramDropped(parse_u64(p)?),
             _ => SockAttr::Other(DefaultNla::parse(buf)?),
         })
     }
@@ -389,6 +423,12 @@ pub enum StatsAttr {
     SciConnections(u64),
     Fallback(Vec<FallbackAttr>),
     RefusalsRemembered(u64),
+    /// Datagram sockets' implicit connections that came up, and datagrams sent,
+    /// received and dropped over SCI.
+    ImplicitConnections(u64),
+    DgramSent(u64),
+    DgramReceived(u64),
+    DgramDropped(u64),
     Other(DefaultNla),
 }
 
@@ -397,7 +437,11 @@ impl Nla for StatsAttr {
         match self {
             StatsAttr::Sockets(_)
             | StatsAttr::SciConnections(_)
-            | StatsAttr::RefusalsRemembered(_) => 8,
+            | StatsAttr::RefusalsRemembered(_)
+            | StatsAttr::ImplicitConnections(_)
+            | StatsAttr::DgramSent(_)
+            | StatsAttr::DgramReceived(_)
+            | StatsAttr::DgramDropped(_) => 8,
             StatsAttr::Fallback(attrs) => nested_len(attrs),
             StatsAttr::Other(nla) => nla.value_len(),
         }
@@ -408,6 +452,10 @@ impl Nla for StatsAttr {
             StatsAttr::Sockets(_) => stats_a::SOCKETS,
             StatsAttr::SciConnections(_) => stats_a::SCI_CONNECTIONS,
             StatsAttr::RefusalsRemembered(_) => stats_a::REFUSALS_REMEMBERED,
+            StatsAttr::ImplicitConnections(_) => stats_a::IMPLICIT_CONNECTIONS,
+            StatsAttr::DgramSent(_) => stats_a::DGRAM_SENT,
+            StatsAttr::DgramReceived(_) => stats_a::DGRAM_RECEIVED,
+            StatsAttr::DgramDropped(_) => stats_a::DGRAM_DROPPED,
             StatsAttr::Fallback(_) => stats_a::FALLBACK | NLA_F_NESTED,
             StatsAttr::Other(nla) => nla.kind(),
         }
@@ -417,7 +465,11 @@ impl Nla for StatsAttr {
         match self {
             StatsAttr::Sockets(v)
             | StatsAttr::SciConnections(v)
-            | StatsAttr::RefusalsRemembered(v) => emit_u64(buffer, *v).unwrap_or_default(),
+            | StatsAttr::RefusalsRemembered(v)
+            | StatsAttr::ImplicitConnections(v)
+            | StatsAttr::DgramSent(v)
+            | StatsAttr::DgramReceived(v)
+            | StatsAttr::DgramDropped(v) => emit_u64(buffer, *v).unwrap_or_default(),
             StatsAttr::Fallback(attrs) => emit_nested(attrs, buffer),
             StatsAttr::Other(nla) => nla.emit_value(buffer),
         }
@@ -431,6 +483,10 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
             stats_a::SOCKETS => StatsAttr::Sockets(parse_u64(p)?),
             stats_a::SCI_CONNECTIONS => StatsAttr::SciConnections(parse_u64(p)?),
             stats_a::REFUSALS_REMEMBERED => StatsAttr::RefusalsRemembered(parse_u64(p)?),
+            stats_a::IMPLICIT_CONNECTIONS => StatsAttr::ImplicitConnections(parse_u64(p)?),
+            stats_a::DGRAM_SENT => StatsAttr::DgramSent(parse_u64(p)?),
+            stats_a::DGRAM_RECEIVED => StatsAttr::DgramReceived(parse_u64(p)?),
+            stats_a::DGRAM_DROPPED => StatsAttr::DgramDropped(parse_u64(p)?),
             stats_a::FALLBACK => StatsAttr::Fallback(parse_nlas(p)?),
             _ => StatsAttr::Other(DefaultNla::parse(buf)?),
         })

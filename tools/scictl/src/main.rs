@@ -284,7 +284,11 @@ fn run(args: Args) -> Result<(), Failure> {
             print(
                 args.json,
                 model::sockets_json(&socks),
-                model::sockets_text(&socks),
+                if udp {
+                    model::dgram_sockets_text(&socks)
+                } else {
+                    model::sockets_text(&socks)
+                },
             )
         }
         Command::Stats => {
@@ -426,6 +430,10 @@ mod tests {
         let mut next = 0;
         let mut out = Vec::new();
         for line in body.lines() {
+            // A comment's continuation line names nothing.
+            if line.trim_start().starts_with('*') {
+                continue;
+            }
             let line = line
                 .split("/*")
                 .next()
@@ -532,6 +540,11 @@ mod tests {
                 ("RECV_Q", sock_a::RECV_Q.into()),
                 ("SEND_Q", sock_a::SEND_Q.into()),
                 ("TYPE", sock_a::TYPE.into()),
+                ("IMPLICIT_OUT", sock_a::IMPLICIT_OUT.into()),
+                ("IMPLICIT_IN", sock_a::IMPLICIT_IN.into()),
+                ("DGRAM_SENT", sock_a::DGRAM_SENT.into()),
+                ("DGRAM_RECEIVED", sock_a::DGRAM_RECEIVED.into()),
+                ("DGRAM_DROPPED", sock_a::DGRAM_DROPPED.into()),
             ],
         );
         check(
@@ -543,6 +556,10 @@ mod tests {
                 ("SCI_CONNECTIONS", stats_a::SCI_CONNECTIONS.into()),
                 ("FALLBACK", stats_a::FALLBACK.into()),
                 ("REFUSALS_REMEMBERED", stats_a::REFUSALS_REMEMBERED.into()),
+                ("IMPLICIT_CONNECTIONS", stats_a::IMPLICIT_CONNECTIONS.into()),
+                ("DGRAM_SENT", stats_a::DGRAM_SENT.into()),
+                ("DGRAM_RECEIVED", stats_a::DGRAM_RECEIVED.into()),
+                ("DGRAM_DROPPED", stats_a::DGRAM_DROPPED.into()),
             ],
         );
         check(

@@ -98,6 +98,19 @@ pub struct Sock {
     pub send_q: u32,
     /// `SOCK_STREAM` or `SOCK_DGRAM` (0: a module without datagram sockets, stream).
     pub sock_type: u16,
+    /// A datagram socket's implicit SCI connections and datagrams over SCI.
+    pub dgram: Option<DgramCounts>,
+}
+
+/// A datagram socket's implicit SCI connections (up to destinations, from peers) and
+/// the datagrams it sent, received and dropped (at a full ring) over SCI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DgramCounts {
+    pub implicit_out: u32,
+    pub implicit_in: u32,
+    pub sent: u64,
+    pub received: u64,
+    pub dropped: u64,
 }
 
 /// `SOCK_DGRAM`.
@@ -134,6 +147,21 @@ pub fn sockets(replies: &[Vec<SciAttr>]) -> Vec<Sock> {
                     SockAttr::Node(v) => s.node = Some(*v),
                     SockAttr::RecvQ(v) => s.recv_q = *v,
                     SockAttr::SendQ(v) => s.send_q = *v,
+                    SockAttr::ImplicitOut(v) => {
+                        s.dgram.get_or_insert_with(Default::default).implicit_out = *v
+                    }
+                    SockAttr::ImplicitIn(v) => {
+                        s.dgram.get_or_insert_with(Default::default).implicit_in = *v
+                    }
+                    SockAttr::DgramSent(v) => {
+                        s.dgram.get_or_insert_with(Default::default).sent = *v
+                    }
+                    SockAttr::DgramReceived(v) => {
+                        s.dgram.get_or_insert_with(Default::default).received = *v
+                    }
+                    SockAttr::DgramDropped(v) => {
+                        s.dgram.get_or_insert_with(Default::default).dropped = *v
+                    }
                     SockAttr::Other(_) => {}
                 }
             }
@@ -154,6 +182,12 @@ pub struct Stats {
     pub fallbacks: Vec<(u32, u64)>,
     /// Of the peer-rejected fallbacks, those that asked no peer (a remembered refusal).
     pub refusals_remembered: u64,
+    /// Datagram sockets' implicit connections that came up; datagrams sent, received
+    /// and dropped (a full ring, at the sender) over SCI.
+    pub implicit_connections: u64,
+    pub dgram_sent: u64,
+    pub dgram_received: u64,
+    pub dgram_dropped: u64,
 }
 
 /// Decodes a `SCI_CMD_STATS_GET` reply.
@@ -168,6 +202,10 @@ pub fn stats(attrs: &[SciAttr]) -> Stats {
                 StatsAttr::Sockets(v) => out.sockets = *v,
                 StatsAttr::SciConnections(v) => out.sci_connections = *v,
                 StatsAttr::RefusalsRemembered(v) => out.refusals_remembered = *v,
+                StatsAttr::ImplicitConnections(v) => out.implicit_connections = *v,
+                StatsAttr::DgramSent(v) => out.dgram_sent = *v,
+                StatsAttr::DgramReceived(v) => out.dgram_received = *v,
+                StatsAttr::DgramDropped(v) => out.dgram_dropped = *v,
                 StatsAttr::Fallback(f) => {
                     let reason = f.iter().find_map(|a| match a {
                         FallbackAttr::Reason(r) => Some(*r),
@@ -357,6 +395,39 @@ pub fn sockets_text(socks: &[Sock]) -> String {
     )
 }
 
+/// `scictl sockets --udp`: as `ss -u` shows them, then the path (mode, fallback reason),
+/// the implicit SCI connections (to destinations/from peers), the datagrams sent,
+/// received and dropped over SCI, and the inode.
+pub fn dgram_sockets_text(socks: &[Sock]) -> String {
+    let rows: Vec<Vec<String>> = socks
+        .iter()
+        .map(|s| {
+            let d = s.dgram.unwrap_or_default();
+            vec![
+                state_name(s.state).to_owned(),
+                s.recv_q.to_string(),
+                s.send_q.to_string(),
+                endpoint(s.local),
+                endpoint(s.peer),
+                mode_name(s.mode).to_owned(),
+                reason_name(s.fallback),
+                format!("{}/{}", d.implicit_out, d.implicit_in),
+                d.sent.to_string(),
+                d.received.to_string(),
+                d.dropped.to_string(),
+                s.inode.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "STATE", "RECV-Q", "SEND-Q", "LOCAL", "PEER", "MODE", "REASON", "OUT/IN", "SENT",
+            "RECEIVED", "DROPPED", "INODE",
+        ],
+        &rows,
+    )
+}
+
 fn endpoint_json(addr: Option<SocketAddr>) -> Value {
     addr.map_or(
         Value::Null,
@@ -370,7 +441,7 @@ pub fn sockets_json(socks: &[Sock]) -> Value {
         socks
             .iter()
             .map(|s| {
-                json!({
+                let mut v = json!({
                     "type": if s.is_dgram() { "dgram" } else { "stream" },
                     "family": family_name(s.family),
                     "local": endpoint_json(s.local),
@@ -384,7 +455,13 @@ pub fn sockets_json(socks: &[Sock]) -> Value {
                     "node": s.node,
                     "inode": s.inode,
                     "cookie": s.cookie,
-                })
+                });
+                if let Some(d) = s.dgram {
+                    v["implicit"] = json!({ "out": d.implicit_out, "in": d.implicit_in });
+                    v["datagrams"] =
+                        json!({ "sent": d.sent, "received": d.received, "dropped": d.dropped });
+                }
+                v
             })
             .collect(),
     )
@@ -409,6 +486,11 @@ pub fn stats_text(stats: &Stats) -> String {
         "peer-rejected at once (a remembered refusal, no peer asked):  {}\n",
         stats.refusals_remembered
     ));
+    out.push_str(&format!(
+        "implicit connections (datagram sockets):  {}\n\
+         datagrams over SCI:  sent {}  received {}  dropped {}\n",
+        stats.implicit_connections, stats.dgram_sent, stats.dgram_received, stats.dgram_dropped
+    ));
     out
 }
 
@@ -424,6 +506,12 @@ pub fn stats_json(stats: &Stats) -> Value {
         "sci_connections": stats.sci_connections,
         "fallbacks": fallbacks,
         "refusals_remembered": stats.refusals_remembered,
+        "implicit_connections": stats.implicit_connections,
+        "datagrams": {
+            "sent": stats.dgram_sent,
+            "received": stats.dgram_received,
+            "dropped": stats.dgram_dropped,
+        },
     })
 }
 
@@ -474,6 +562,7 @@ mod tests {
                 recv_q: 0,
                 send_q: 0,
                 sock_type: 1,
+                dgram: None,
             },
             Sock {
                 family: 10,
@@ -489,6 +578,7 @@ mod tests {
                 recv_q: 2,
                 send_q: 128,
                 sock_type: 1,
+                dgram: None,
             },
             Sock {
                 family: 2,
@@ -504,6 +594,7 @@ mod tests {
                 recv_q: 4096,
                 send_q: 70000,
                 sock_type: 1,
+                dgram: None,
             },
         ]
     }
@@ -528,13 +619,48 @@ mod tests {
         assert!(!sockets(&replies)[0].is_dgram());
         let dgram = vec![round_trip(vec![SciAttr::Sock(vec![
             SockAttr::Family(2),
+            SockAttr::LocalAddr("0.0.0.0".parse().unwrap()),
+            SockAttr::LocalPort(5353),
+            SockAttr::Mode(1),
             SockAttr::State(7),
             SockAttr::Type(2),
+            SockAttr::Inode(9),
+            SockAttr::ImplicitOut(1),
+            SockAttr::ImplicitIn(2),
+            SockAttr::DgramSent(10),
+            SockAttr::DgramReceived(20),
+            SockAttr::DgramDropped(3),
         ])])];
         let d = sockets(&dgram);
         assert!(d[0].is_dgram());
-        assert!(sockets_text(&d).contains("UNCONN"));
-        assert_eq!(sockets_json(&d)[0]["type"], "dgram");
+        assert_eq!(
+            d[0].dgram,
+            Some(DgramCounts {
+                implicit_out: 1,
+                implicit_in: 2,
+                sent: 10,
+                received: 20,
+                dropped: 3
+            })
+        );
+        let text = dgram_sockets_text(&d);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "STATE   RECV-Q  SEND-Q  LOCAL         PEER  MODE  REASON  OUT/IN  SENT  RECEIVED  DROPPED  INODE",
+                "UNCONN  0       0       0.0.0.0:5353  *:*   sci   none    1/2     10    20        3        9"
+            ]
+        );
+        let v = sockets_json(&d);
+        assert_eq!(v[0]["type"], "dgram");
+        assert_eq!(v[0]["implicit"], json!({"out": 1, "in": 2}));
+        assert_eq!(
+            v[0]["datagrams"],
+            json!({"sent": 10, "received": 20, "dropped": 3})
+        );
+        // A stream socket has neither.
+        assert_eq!(sockets_json(&sample_socks())[0].get("implicit"), None);
     }
 
     #[test]
@@ -685,6 +811,10 @@ mod tests {
             StatsAttr::Fallback(vec![FallbackAttr::Reason(3), FallbackAttr::Count(1)]),
             StatsAttr::Fallback(vec![FallbackAttr::Reason(42), FallbackAttr::Count(5)]),
             StatsAttr::RefusalsRemembered(7),
+            StatsAttr::ImplicitConnections(4),
+            StatsAttr::DgramSent(100),
+            StatsAttr::DgramReceived(90),
+            StatsAttr::DgramDropped(2),
         ])]);
         let s = stats(&reply);
         assert_eq!(
@@ -694,17 +824,22 @@ mod tests {
                 sci_connections: 2,
                 fallbacks: vec![(1, 3), (3, 1), (42, 5)],
                 refusals_remembered: 7,
+                implicit_connections: 4,
+                dgram_sent: 100,
+                dgram_received: 90,
+                dgram_dropped: 2,
             }
         );
         assert_eq!(
             stats_text(&s),
-            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\n"
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\n"
         );
         assert_eq!(
             stats_json(&s),
             json!({"sockets": 12, "sci_connections": 2,
                    "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5},
-                   "refusals_remembered": 7})
+                   "refusals_remembered": 7, "implicit_connections": 4,
+                   "datagrams": {"sent": 100, "received": 90, "dropped": 2}})
         );
     }
 
