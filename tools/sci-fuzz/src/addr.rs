@@ -41,6 +41,9 @@ pub enum PeerKind {
     Tcp,
     /// An AF_SCI listener that the fuzzer's plain TCP clients connect to (peer-tcp).
     SciForTcp,
+    /// An AF_SCI datagram socket: AF_SCI datagram sockets reach it over implicit SCI
+    /// connections (after their first datagram, which goes over UDP).
+    SciDgram,
 }
 
 /// One of the parent's listeners.

@@ -613,6 +613,10 @@ impl<'a> Fuzzer<'a> {
                 let want = match (kind, self.rng.below(20)) {
                     (Kind::Tcp, 0..=11) => Some(PeerKind::SciForTcp),
                     (Kind::Tcp, _) => None,
+                    // Datagram sockets mostly to the datagram peers (implicit
+                    // connections), some to the stream ports (refused: UDP only).
+                    (Kind::Dgram, 0..=15) => Some(PeerKind::SciDgram),
+                    (Kind::Dgram, _) => None,
                     (_, 0..=11) => Some(PeerKind::Sci),
                     (_, 12..=16) => Some(PeerKind::Tcp),
                     (_, _) => Some(PeerKind::SciForTcp),
@@ -1115,12 +1119,30 @@ impl<'a> Fuzzer<'a> {
         let (fd, kind, v6) = self.sock();
         let (p, l) = self.buf();
         let flags = self.msg_flags();
-        let (ap, al) = if self.rng.chance(1, 5) {
+        let dgram = kind == Kind::Dgram;
+        let (ap, al) = if self
+            .rng
+            .chance(if dgram { 3 } else { 1 }, if dgram { 4 } else { 5 })
+        {
             self.addr(kind, v6, false)
         } else {
             (0, 0)
         };
         let _ = self.sys(Call::Sendto, libc::SYS_sendto, [i(fd), p, l, flags, ap, al]);
+        // A datagram socket's burst to the same destination, with plain flags: its
+        // first datagram sets up an implicit SCI connection, the later ones take it.
+        if dgram && ap != 0 && self.rng.chance(1, 2) {
+            for _ in 0..self.rng.range(2, 32) {
+                let flags = if self.rng.chance(1, 2) {
+                    0
+                } else {
+                    libc::MSG_DONTWAIT as u64
+                };
+                let l = self.rng.range(1, 1500);
+                let p = self.a.data_at(&mut self.rng, l);
+                let _ = self.sys(Call::Sendto, libc::SYS_sendto, [i(fd), p, l, flags, ap, al]);
+            }
+        }
     }
 
     fn op_recvfrom(&mut self) {

@@ -2,7 +2,10 @@
 //! the workers, served afterwards by accepter threads in the parent. Each accepted
 //! connection gets a behaviour at random (echo, read and discard, close at once, reset,
 //! stay silent for a while, send a burst with urgent data), so the workers' connected
-//! sockets have peers that talk, drain, stall and go away.
+//! sockets have peers that talk, drain, stall and go away. The datagram peers (AF_SCI
+//! datagram sockets) echo some datagrams to their sender, drop others and now and then
+//! leave their queue unread, so the workers' datagram sockets get implicit SCI
+//! connections whose rings carry, fill and end.
 
 use crate::addr::{sin, sin6, Peer, PeerKind, ANY6, LO4, LO6};
 use crate::report::{errno_name, Report};
@@ -22,17 +25,24 @@ pub struct Listener {
 /// `--family` naming another family, for a dry run of the fuzzer itself, some cannot);
 /// an error when none could.
 pub fn listen_all(family: i32) -> Result<Vec<Listener>, String> {
-    let specs: [(&'static str, PeerKind, i32, Vec<u8>); 6] = [
+    let specs: [(&'static str, PeerKind, i32, Vec<u8>); 8] = [
         ("sci4", PeerKind::Sci, family, sin(LO4, 0)),
         ("sci6", PeerKind::Sci, family, sin6(LO6, 0, 0)),
         ("sci-any6", PeerKind::Sci, family, sin6(ANY6, 0, 0)),
         ("tcp4", PeerKind::Tcp, libc::AF_INET, sin(LO4, 0)),
         ("tcp6", PeerKind::Tcp, libc::AF_INET6, sin6(LO6, 0, 0)),
         ("sci-for-tcp", PeerKind::SciForTcp, family, sin(LO4, 0)),
+        ("sci-dgram4", PeerKind::SciDgram, family, sin(LO4, 0)),
+        (
+            "sci-dgram-any6",
+            PeerKind::SciDgram,
+            family,
+            sin6(ANY6, 0, 0),
+        ),
     ];
     let mut out = Vec::new();
     for (name, kind, fam, addr) in specs {
-        match listen_one(fam, &addr) {
+        match listen_one(fam, &addr, kind == PeerKind::SciDgram) {
             Ok((fd, port)) => out.push(Listener {
                 fd,
                 peer: Peer {
@@ -52,24 +62,25 @@ pub fn listen_all(family: i32) -> Result<Vec<Listener>, String> {
     Ok(out)
 }
 
-fn listen_one(fam: i32, addr: &[u8]) -> Result<(i32, u16), String> {
+/// A listener, or with `dgram` a bound datagram socket.
+fn listen_one(fam: i32, addr: &[u8], dgram: bool) -> Result<(i32, u16), String> {
+    let ty = if dgram {
+        libc::SOCK_DGRAM
+    } else {
+        libc::SOCK_STREAM
+    };
     let fd = raw(
         libc::SYS_socket,
-        [
-            fam as u64,
-            (libc::SOCK_STREAM | libc::SOCK_CLOEXEC) as u64,
-            0,
-            0,
-            0,
-            0,
-        ],
+        [fam as u64, (ty | libc::SOCK_CLOEXEC) as u64, 0, 0, 0, 0],
     )
-    .map_err(|e| format!("socket({fam}, SOCK_STREAM): {}", errno_name(e)))? as i32;
+    .map_err(|e| format!("socket({fam}, {ty}): {}", errno_name(e)))? as i32;
     let done = (|| {
         let _ = setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1);
         sys::bind_bytes(fd, addr).map_err(|e| format!("bind: {}", errno_name(e)))?;
-        raw(libc::SYS_listen, [fd as u64, 1024, 0, 0, 0, 0])
-            .map_err(|e| format!("listen: {}", errno_name(e)))?;
+        if !dgram {
+            raw(libc::SYS_listen, [fd as u64, 1024, 0, 0, 0, 0])
+                .map_err(|e| format!("listen: {}", errno_name(e)))?;
+        }
         sys::local_port(fd).ok_or("getsockname failed".to_string())
     })();
     match done {
@@ -166,6 +177,10 @@ fn serve(listeners: Vec<(i32, Peer)>, mut rng: Rng, stop: &AtomicBool, busy: &At
         for e in events.iter().take(n.max(0) as usize) {
             let fd = e.u64 as i32;
             if let Some(&(_, peer)) = listeners.iter().find(|(l, _)| *l == fd) {
+                if peer.kind == PeerKind::SciDgram {
+                    datagrams(fd, &mut buf, &mut rng, &mut report);
+                    continue;
+                }
                 for _ in 0..16 {
                     // SAFETY: no address wanted (NULL, NULL).
                     let c = unsafe {
@@ -226,7 +241,11 @@ fn serve(listeners: Vec<(i32, Peer)>, mut rng: Rng, stop: &AtomicBool, busy: &At
     for c in conns {
         sys::close(c.fd);
     }
-    for (fd, _) in listeners {
+    for (fd, peer) in listeners {
+        if peer.kind == PeerKind::SciDgram {
+            // What came over SCI (its fdinfo): the datagram peers' rings were used.
+            report.note("peer-dgram-over-sci", over_sci(fd));
+        }
         sys::close(fd);
     }
     sys::close(ep);
@@ -334,4 +353,60 @@ fn service(c: &mut Conn, events: u32, buf: &mut [u8], rng: &mut Rng) -> bool {
         }
     }
     true
+}
+
+/// Serves a readable datagram peer: up to 16 datagrams, each echoed to its sender (half
+/// of them), dropped, or left with the rest of the queue unread for now.
+fn datagrams(fd: i32, buf: &mut [u8], rng: &mut Rng, report: &mut Report) {
+    for _ in 0..16 {
+        let mut from = [0u8; 28];
+        let mut from_len = from.len() as libc::socklen_t;
+        // SAFETY: `buf` and `from` are live buffers of the lengths given.
+        let n = unsafe {
+            libc::recvfrom(
+                fd,
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+                libc::MSG_DONTWAIT,
+                from.as_mut_ptr() as *mut libc::sockaddr,
+                &mut from_len,
+            )
+        };
+        if n < 0 {
+            return;
+        }
+        report.note("peer-dgram-received", 1);
+        match rng.below(8) {
+            0..=3 => {
+                // SAFETY: the first `n` bytes of `buf` and `from_len` of `from` are set.
+                let sent = unsafe {
+                    libc::sendto(
+                        fd,
+                        buf.as_ptr() as *const libc::c_void,
+                        n as usize,
+                        libc::MSG_DONTWAIT,
+                        from.as_ptr() as *const libc::sockaddr,
+                        from_len,
+                    )
+                };
+                if sent >= 0 {
+                    report.note("peer-dgram-echoed", 1);
+                }
+            }
+            4..=6 => {}
+            _ => return,
+        }
+    }
+}
+
+/// The datagrams socket `fd` of this process received over SCI (its fdinfo).
+fn over_sci(fd: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("sci-datagrams:"))
+                .and_then(|l| l.split_whitespace().nth(3).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
 }
