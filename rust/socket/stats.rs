@@ -2,8 +2,8 @@
 
 //! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
 //! sockets created, connections over SCI, fallbacks per reason, datagram sockets' implicit
-//! connections and datagrams over SCI. They live in the
-//! namespace's `net_generic` data, a C `struct sci_net_stats`.
+//! connections and datagrams over SCI. They live in the namespace's `net_generic` data, a
+//! C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
 use core::sync::atomic::{AtomicU64, Ordering};
