@@ -180,6 +180,15 @@ impl Conn {
         self.head_record(&mut g).ok().flatten().map(|r| r.payload)
     }
 
+    /// Withdraws this end's wait request: a reader about to spin sees the next datagram
+    /// itself, so the writer need ring no doorbell for it (the reader posts a request
+    /// again before it sleeps: [`Conn::datagram_ready`]).
+    pub(crate) fn withdraw_datagram_wait(&self) {
+        if let Some(rx) = self.inner.lock().rx.as_mut() {
+            rx.finish_wait();
+        }
+    }
+
     /// Whether bytes wait in this end's ring (a spinning reader's look: posts nothing).
     pub(crate) fn datagram_waiting(&self) -> bool {
         let mut g = self.inner.lock();

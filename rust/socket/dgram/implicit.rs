@@ -213,12 +213,14 @@ impl Endpoint {
             g.out[free] = self.start(stack, own, dest);
             return None;
         };
-        let (up, since_ms, phase) = {
+        let (up, since_ms) = {
             let o = g.out[i].as_ref()?;
-            (o.up, o.since_ms, o.conn.phase())
+            (o.up, o.since_ms)
         };
+        // Once up, the send finds out whether it still is (`Sent::Gone`): no look at the
+        // phase (a lock) per datagram.
         if !up {
-            match phase {
+            match g.out[i].as_ref()?.conn.phase() {
                 Phase::Established => own.stats().implicit_connection(),
                 Phase::Connecting if now - since_ms < ANSWER_MS => return None,
                 phase => {
@@ -339,8 +341,10 @@ impl Endpoint {
         peek: bool,
         watched: bool,
     ) -> Result<Option<Taken>> {
-        let start = self.conns.lock().next;
-        let conns = self.inbound_conns();
+        let (start, conns) = {
+            let g = self.conns.lock();
+            (g.next, Self::inbound_of(&g))
+        };
         for i in (0..MAX_IN).map(|k| (start + k) % MAX_IN) {
             let Some(conn) = conns[i].as_ref() else {
                 continue;
@@ -420,13 +424,22 @@ impl Endpoint {
         if us == 0 {
             return false;
         }
+        // The last read that drained a ring asked for a doorbell at its next datagram;
+        // a spin that will see that datagram itself withdraws the request (as a stream
+        // read does), so the writer rings none, between machines an interrupt and a
+        // wake-up saved. Not while something else watches the socket (an epoll, poll or
+        // another reader asleep), which needs the doorbell.
+        // The connections as they are now: a spin looks at their rings only (one lock
+        // each per look, as a stream read's spin takes). One attached meanwhile armed its
+        // doorbell (`attach`); the wait after the spin looks at it.
+        let conns = self.inbound_conns();
+        if !own.watched() {
+            for conn in conns.iter().flatten() {
+                conn.withdraw_datagram_wait();
+            }
+        }
         let hit = own.spin(us, || {
-            ready()
-                || self
-                    .inbound_conns()
-                    .iter()
-                    .flatten()
-                    .any(|c| c.datagram_waiting())
+            ready() || conns.iter().flatten().any(|c| c.datagram_waiting())
         });
         if setting == SpinSetting::Adaptive {
             self.conns.lock().spin.record(hit);
@@ -462,7 +475,11 @@ impl Endpoint {
 
     /// The inbound connections (references taken under the lock, looked at outside it).
     fn inbound_conns(&self) -> [Option<Arc<Conn>>; MAX_IN] {
-        let g = self.conns.lock();
+        Self::inbound_of(&self.conns.lock())
+    }
+
+    /// The inbound connections of `g` (references taken under its lock).
+    fn inbound_of(g: &Conns) -> [Option<Arc<Conn>>; MAX_IN] {
         core::array::from_fn(|i| g.inbound[i].as_ref().map(|c| c.conn.clone()))
     }
 
