@@ -108,7 +108,8 @@ pub(crate) struct SockInfo {
     pub(crate) dgram: Option<DgramInfo>,
 }
 
-/// What the dump reports of a datagram socket's implicit SCI connections.
+/// A datagram socket's implicit SCI connections and datagrams over SCI: what the dump,
+/// `fdinfo` and `SCI_INFO` report (`socket/dgram/implicit.rs` counts them).
 #[derive(Default, Clone, Copy)]
 pub(crate) struct DgramInfo {
     /// Connections up to destinations, and from peers.

@@ -37,6 +37,7 @@ use crate::proto::frame::Frame;
 use crate::proto::record::MAX_PAYLOAD;
 use crate::proto::spin::{SpinHistory, SpinSetting};
 use crate::socket::native::Native;
+use crate::socket::registry::DgramInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::Msg;
@@ -135,17 +136,6 @@ pub(crate) struct Endpoint {
 pub(crate) struct Taken {
     pub(crate) got: Received,
     pub(crate) from: Addr,
-}
-
-/// The counters and connections of an endpoint, for `fdinfo` and `SCI_INFO`.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct Counts {
-    /// Established connections to destinations, and from peers.
-    pub(crate) out: usize,
-    pub(crate) inbound: usize,
-    pub(crate) sent: u64,
-    pub(crate) received: u64,
-    pub(crate) dropped: u64,
 }
 
 impl Endpoint {
@@ -529,12 +519,12 @@ impl Endpoint {
         }
     }
 
-    /// The counters and open connections.
-    pub(crate) fn counts(&self) -> Counts {
+    /// The counters and open connections (`fdinfo`, `SCI_INFO` and the socket dump).
+    pub(crate) fn counts(&self) -> DgramInfo {
         let g = self.conns.lock();
-        Counts {
-            out: g.out.iter().flatten().filter(|o| o.up).count(),
-            inbound: g.inbound.iter().flatten().count(),
+        DgramInfo {
+            implicit_out: g.out.iter().flatten().filter(|o| o.up).count() as u32,
+            implicit_in: g.inbound.iter().flatten().count() as u32,
             sent: self.sent.load(Ordering::Relaxed),
             received: self.received.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),

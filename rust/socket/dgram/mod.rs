@@ -22,7 +22,7 @@ use crate::fabric::memory::msg_flags;
 use crate::socket::native::{Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
-use crate::socket::registry::{DgramInfo, Slot, SockInfo};
+use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::listen_addr;
 use crate::socket::stack::Stack;
@@ -173,7 +173,7 @@ impl SciDgram {
     fn path(&self) -> (u32, FallbackReason) {
         let sci = self.endpoint().is_some_and(|ep| {
             let c = ep.counts();
-            c.out + c.inbound > 0
+            c.implicit_out + c.implicit_in > 0
         });
         if sci {
             (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
@@ -462,14 +462,7 @@ impl SocketOps for SciDgram {
         let mut info =
             SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
         info.mode = mode;
-        let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
-        info.dgram = Some(DgramInfo {
-            implicit_out: c.out as u32,
-            implicit_in: c.inbound as u32,
-            sent: c.sent,
-            received: c.received,
-            dropped: c.dropped,
-        });
+        info.dgram = Some(self.endpoint().map(|ep| ep.counts()).unwrap_or_default());
         info
     }
 
@@ -491,8 +484,8 @@ impl SocketOps for SciDgram {
             "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
              sci-type:\tdgram\nsci-implicit:\tout {} in {}\n\
              sci-datagrams:\tsent {} received {} dropped {}\n",
-            c.out,
-            c.inbound,
+            c.implicit_out,
+            c.implicit_in,
             c.sent,
             c.received,
             c.dropped

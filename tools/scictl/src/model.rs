@@ -374,25 +374,31 @@ pub fn sockets_text(socks: &[Sock]) -> String {
     let rows: Vec<Vec<String>> = socks
         .iter()
         .map(|s| {
-            vec![
-                state_name(s.state).to_owned(),
-                s.recv_q.to_string(),
-                s.send_q.to_string(),
-                endpoint(s.local),
-                endpoint(s.peer),
-                mode_name(s.mode).to_owned(),
-                reason_name(s.fallback),
-                s.node.map_or_else(|| "-".to_owned(), |n| n.to_string()),
-                s.inode.to_string(),
-            ]
+            let mut row = ss_columns(s);
+            row.push(s.node.map_or_else(|| "-".to_owned(), |n| n.to_string()));
+            row.push(s.inode.to_string());
+            row
         })
         .collect();
-    table(
-        &[
-            "STATE", "RECV-Q", "SEND-Q", "LOCAL", "PEER", "MODE", "REASON", "NODE", "INODE",
-        ],
-        &rows,
-    )
+    table(&[SS_HEADS, &["NODE", "INODE"]].concat(), &rows)
+}
+
+/// The columns `ss` shows (state, queues, addresses), then the mode and fallback reason:
+/// the first columns of both socket tables.
+const SS_HEADS: &[&str] = &[
+    "STATE", "RECV-Q", "SEND-Q", "LOCAL", "PEER", "MODE", "REASON",
+];
+
+fn ss_columns(s: &Sock) -> Vec<String> {
+    vec![
+        state_name(s.state).to_owned(),
+        s.recv_q.to_string(),
+        s.send_q.to_string(),
+        endpoint(s.local),
+        endpoint(s.peer),
+        mode_name(s.mode).to_owned(),
+        reason_name(s.fallback),
+    ]
 }
 
 /// `scictl sockets --udp`: as `ss -u` shows them, then the path (mode, fallback reason),
@@ -403,27 +409,23 @@ pub fn dgram_sockets_text(socks: &[Sock]) -> String {
         .iter()
         .map(|s| {
             let d = s.dgram.unwrap_or_default();
-            vec![
-                state_name(s.state).to_owned(),
-                s.recv_q.to_string(),
-                s.send_q.to_string(),
-                endpoint(s.local),
-                endpoint(s.peer),
-                mode_name(s.mode).to_owned(),
-                reason_name(s.fallback),
+            let mut row = ss_columns(s);
+            row.extend([
                 format!("{}/{}", d.implicit_out, d.implicit_in),
                 d.sent.to_string(),
                 d.received.to_string(),
                 d.dropped.to_string(),
                 s.inode.to_string(),
-            ]
+            ]);
+            row
         })
         .collect();
     table(
         &[
-            "STATE", "RECV-Q", "SEND-Q", "LOCAL", "PEER", "MODE", "REASON", "OUT/IN", "SENT",
-            "RECEIVED", "DROPPED", "INODE",
-        ],
+            SS_HEADS,
+            &["OUT/IN", "SENT", "RECEIVED", "DROPPED", "INODE"],
+        ]
+        .concat(),
         &rows,
     )
 }
