@@ -414,15 +414,15 @@ impl Endpoint {
         if us == 0 {
             return false;
         }
+        // The connections as they are now: a spin looks at their rings only (one lock
+        // each per look, as a stream read's spin takes). One attached meanwhile armed its
+        // doorbell (`attach`); the wait after the spin looks at it.
+        let conns = self.inbound_conns();
         // The last read that drained a ring asked for a doorbell at its next datagram;
         // a spin that will see that datagram itself withdraws the request (as a stream
         // read does), so the writer rings none, between machines an interrupt and a
         // wake-up saved. Not while something else watches the socket (an epoll, poll or
         // another reader asleep), which needs the doorbell.
-        // The connections as they are now: a spin looks at their rings only (one lock
-        // each per look, as a stream read's spin takes). One attached meanwhile armed its
-        // doorbell (`attach`); the wait after the spin looks at it.
-        let conns = self.inbound_conns();
         if !own.watched() {
             for conn in conns.iter().flatten() {
                 conn.withdraw_datagram_wait();

@@ -22,7 +22,7 @@ use crate::fabric::memory::msg_flags;
 use crate::socket::native::{Native, NativeKind, SockAddr};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
-use crate::socket::registry::{Slot, SockInfo};
+use crate::socket::registry::{DgramInfo, Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::listen_addr;
 use crate::socket::stack::Stack;
@@ -167,20 +167,23 @@ impl SciDgram {
         }
     }
 
-    /// How the socket's datagrams go: mode sci (reason none) while an implicit connection
-    /// is up, else mode native with the reason (`no-fabric`, or `opted-out` after
-    /// `SCI_FABRIC` 0). `SCI_INFO`, fdinfo and the registry's dump all say this.
-    fn path(&self) -> (u32, FallbackReason) {
-        let sci = self.endpoint().is_some_and(|ep| {
-            let c = ep.counts();
-            c.implicit_out + c.implicit_in > 0
-        });
-        if sci {
-            (bindings::sci_mode_SCI_MODE_SCI, FallbackReason::None)
+    /// The socket's implicit connections and datagrams over SCI (none without an
+    /// endpoint).
+    fn counts(&self) -> DgramInfo {
+        self.endpoint().map(|ep| ep.counts()).unwrap_or_default()
+    }
+
+    /// How the socket's datagrams go, by its counts `c`: over SCI (true, reason none)
+    /// while an implicit connection is up, else natively with the reason (`no-fabric`,
+    /// or `opted-out` after `SCI_FABRIC` 0). `SCI_INFO`, fdinfo and the registry's dump
+    /// all say this.
+    fn path(&self, c: &DgramInfo) -> (bool, FallbackReason) {
+        if c.implicit_out + c.implicit_in > 0 {
+            (true, FallbackReason::None)
         } else if self.opted_out.load(Ordering::Relaxed) {
-            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::OptedOut)
+            (false, FallbackReason::OptedOut)
         } else {
-            (bindings::sci_mode_SCI_MODE_NATIVE, FallbackReason::NoFabric)
+            (false, FallbackReason::NoFabric)
         }
     }
 
@@ -190,9 +193,9 @@ impl SciDgram {
     /// `TCP_CLOSE`).
     fn info(&self) -> [u8; 16] {
         let native = self.native();
-        let (mode, reason) = self.path();
+        let (sci, reason) = self.path(&self.counts());
         sci_info_bytes([
-            mode,
+            sci_mode(sci),
             reason.as_u32(),
             native.family() as u32,
             u32::from(native.state()),
@@ -311,6 +314,15 @@ impl SciDgram {
                 Ok(ep.any_ready(&plane) || native.readable() || native.read_shut())
             })?;
         }
+    }
+}
+
+/// `enum sci_mode` of a socket whose datagrams go over SCI (`sci`) or natively.
+fn sci_mode(sci: bool) -> u32 {
+    if sci {
+        bindings::sci_mode_SCI_MODE_SCI
+    } else {
+        bindings::sci_mode_SCI_MODE_NATIVE
     }
 }
 
@@ -458,11 +470,12 @@ impl SocketOps for SciDgram {
     /// The registry's dump: the native socket's, in mode sci (with no fallback reason)
     /// while an implicit connection is up.
     fn diag(&self, own: &OwnSk) -> SockInfo {
-        let (mode, reason) = self.path();
+        let c = self.counts();
+        let (sci, reason) = self.path(&c);
         let mut info =
             SockInfo::of_native(own, &self.native(), reason, bindings::sock_type_SOCK_DGRAM);
-        info.mode = mode;
-        info.dgram = Some(self.endpoint().map(|ep| ep.counts()).unwrap_or_default());
+        info.mode = sci_mode(sci);
+        info.dgram = Some(c);
         info
     }
 
@@ -470,16 +483,9 @@ impl SocketOps for SciDgram {
     /// its type).
     fn fdinfo(&self) -> Result<CString> {
         let family = self.native().family_name();
-        let (mode, reason) = self.path();
-        let (mode, reason) = (
-            if mode == bindings::sci_mode_SCI_MODE_SCI {
-                "sci"
-            } else {
-                "native"
-            },
-            reason.name(),
-        );
-        let c = self.endpoint().map(|ep| ep.counts()).unwrap_or_default();
+        let c = self.counts();
+        let (sci, reason) = self.path(&c);
+        let (mode, reason) = (if sci { "sci" } else { "native" }, reason.name());
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
              sci-type:\tdgram\nsci-implicit:\tout {} in {}\n\
