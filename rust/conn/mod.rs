@@ -47,7 +47,7 @@ use crate::sys::net::{
 };
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
-use core::sync::atomic::{AtomicI64, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::time::Ktime;
@@ -151,6 +151,12 @@ pub(crate) struct Conn {
     /// mutex by the table's check of a request against the connections it already has
     /// ([`Conn::may_hold_peer_slot`]), which a flood of forged frames runs per frame.
     peer_slot: AtomicU32,
+    /// An implicit connection of datagram sockets ([`Conn::never_move`]), read without
+    /// the mutex by its wakes (atomic context).
+    carries_datagrams: AtomicBool,
+    /// Of such a connection, the producer cursor of its ring as its last doorbell saw it:
+    /// a doorbell that finds it unmoved brought no datagram ([`Conn::doorbell`]).
+    datagram_seen: AtomicU64,
 }
 
 /// What a send or receive that stopped early reports: the bytes it moved, if any, else
@@ -237,6 +243,8 @@ impl Conn {
                 peer,
                 slots,
                 peer_slot: AtomicU32::new(u32::MAX),
+                carries_datagrams: AtomicBool::new(false),
+                datagram_seen: AtomicU64::new(params.start),
             }),
             GFP_KERNEL,
         )
@@ -393,8 +401,12 @@ impl Conn {
         *self.owner.lock() = sk;
     }
 
-    /// Wakes the owning socket, if any (safe in atomic context).
+    /// Wakes the owning socket, if any (safe in atomic context). An implicit connection
+    /// wakes its datagram socket for nothing but a datagram ([`Conn::doorbell`]).
     pub(crate) fn wake(&self, what: Wake) {
+        if self.carries_datagrams.load(Ordering::Relaxed) {
+            return;
+        }
         let owner = self.owner.lock();
         wake_sk(*owner, what);
     }
@@ -402,11 +414,20 @@ impl Conn {
     /// A doorbell for this connection: the peer moved a cursor or a flag (safe in atomic
     /// context). Returns true when bytes held back wait for the reader (Nagle's ACK
     /// clock): the caller kicks the connector kthread, which re-decides.
+    ///
+    /// An implicit connection wakes its datagram socket only when a datagram came: its
+    /// state and its credits are nothing the socket reports (a sender never waits), and
+    /// a wake while a UDP datagram waits unread would give an edge-triggered epoll an
+    /// edge that UDP never gives (the sender's close rings this doorbell too).
     #[must_use]
     pub(crate) fn doorbell(&self) -> bool {
         let owner = self.owner.lock();
-        wake_sk(*owner, Wake::Readable);
-        wake_sk(*owner, Wake::Writable);
+        if !self.carries_datagrams.load(Ordering::Relaxed) {
+            wake_sk(*owner, Wake::Readable);
+            wake_sk(*owner, Wake::Writable);
+        } else if self.datagram_arrived() {
+            wake_sk(*owner, Wake::Readable);
+        }
         drop(owner);
         self.slots.doorbell(self.id.slot)
     }

@@ -121,6 +121,7 @@ impl Conn {
     /// lost fabric path resets it. One that started moving already (its path was lost
     /// while it was being set up) is reset now.
     pub(crate) fn never_move(&self) {
+        self.carries_datagrams.store(true, Ordering::Relaxed);
         let mut g = self.inner.lock();
         g.never_moves = true;
         let moving = g.moving;

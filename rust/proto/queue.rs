@@ -47,6 +47,13 @@ const fn at(base: usize, field: usize) -> usize {
     base.saturating_add(field)
 }
 
+/// The producer cursor the peer last published in the receive area at `ring_base`, read
+/// without the consumer (a doorbell's look, in atomic context). Nothing of it is trusted
+/// but whether it changed: the consumer checks it before it reads a byte.
+pub(crate) fn published_cursor<S: Segment>(ring: &S, ring_base: usize) -> u64 {
+    ring.load_u64(at(ring_base, RX_PROD_CURSOR))
+}
+
 /// Initializes a receive area (header and producer line) in the receiver's own
 /// segment, before offering it to the peer. The ring bytes themselves should
 /// come from zeroed memory (they are exposed to the peer).

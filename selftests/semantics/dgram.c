@@ -1084,6 +1084,54 @@ void t_dgram_fabric_epoll_edge(void)
 	close(b);
 }
 
+/*
+ * An implicit connection that ends gives an edge-triggered epoll no edge: nothing new
+ * arrived (UDP reports none when a sender closes). a takes datagrams over SCI from b and
+ * from c; one of c's waits unread, its edge reported; then b closes, which ends b's
+ * connection to a (a doorbell on a's end). Once a let that end go, there must still be no
+ * second edge, and c's datagram must be there.
+ */
+void t_dgram_fabric_epoll_end(void)
+{
+	struct sockaddr_storage aa, ba, ca;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, got[4];
+	double end;
+	long in;
+	char buf[16];
+	int a, b, c, ep = (int)SYS(epoll_create1(0));
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	c = ut_dgram(AF_INET);
+	bind_any_port(c, AF_INET, &ca);
+	await_fabric(a, b, &aa);
+	await_fabric(a, c, &aa);
+	in = fdinfo_field(a, "sci-implicit", "in");
+	if (sci_path_expected())
+		CHECK(in == 2, "a has %ld implicit connections in, expected 2 (from b and c)", in);
+	ev.data.fd = a;
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev));
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);
+	send_to(c, "unread", 6, &aa);
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 10000)), 1);
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);
+	close(b);
+	if (sci_path_expected()) {
+		/* a's listener lets b's end go once it is over (its sweep). */
+		for (end = now() + 10; now() < end; msleep(20))
+			if (fdinfo_field(a, "sci-implicit", "in") < in)
+				break;
+		CHECK(fdinfo_field(a, "sci-implicit", "in") == in - 1,
+		      "b's implicit connection to a not ended 10 s after b closed (in %ld)",
+		      fdinfo_field(a, "sci-implicit", "in"));
+	}
+	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);
+	EXPECT_EQ(recv_one(a, buf, sizeof(buf), MSG_DONTWAIT, NULL), 6);
+	CHECK(!memcmp(buf, "unread", 6), "c's datagram differs");
+	close(ep);
+	close(a);
+	close(c);
+}
+
 /* Reads (and with `set`, first writes) the module parameter dgram_idle_ms; -1 if absent. */
 static long idle_param(long set)
 {

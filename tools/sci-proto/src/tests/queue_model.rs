@@ -104,6 +104,12 @@ impl Model {
             "reader overstates data"
         );
         assert!(p.error().is_none() && c.error().is_none());
+        // A doorbell's look (an implicit connection's) sees the cursor move with each
+        // publish and with nothing else (waits, flags, the reader's credits).
+        assert_eq!(
+            queue::published_cursor(&*self.q.rx_seg, super::RX_BASE),
+            self.q.params.start.wrapping_add(self.published)
+        );
     }
 
     fn step(&mut self, op: &Op) {
