@@ -322,15 +322,17 @@ impl Endpoint {
     }
 
     /// Takes the next datagram from the implicit connections (round robin), with `peek`
-    /// leaving it; `None` when none waits.
+    /// leaving it; `None` when none waits. A datagram taken counts as received, here and
+    /// in the namespace's counters, as one sent counts in [`Endpoint::send`].
     pub(crate) fn recv(
         &self,
         plane: &Plane<'_>,
+        own: &OwnSk,
         msg: Msg,
         len: usize,
         peek: bool,
-        watched: bool,
     ) -> Result<Option<Taken>> {
+        let watched = own.watched();
         let (start, conns) = {
             let g = self.conns.lock();
             (g.next, Self::inbound_of(&g))
@@ -349,6 +351,7 @@ impl Endpoint {
                     drop(g);
                     if !peek {
                         self.received.fetch_add(1, Ordering::Relaxed);
+                        own.stats().dgram_received();
                     }
                     return Ok(Some(Taken {
                         got,

@@ -274,10 +274,7 @@ impl SciDgram {
                             return r;
                         }
                     }
-                } else if let Some(t) = ep.recv(&plane, msg, len, peek, own.watched())? {
-                    if !peek {
-                        own.stats().dgram_received();
-                    }
+                } else if let Some(t) = ep.recv(&plane, own, msg, len, peek)? {
                     set_msg_name(msg, t.from.as_bytes());
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);
