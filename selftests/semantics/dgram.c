@@ -845,6 +845,23 @@ static long fdinfo_field(int fd, const char *key, const char *word)
 	return v;
 }
 
+/* How many lines of fd's fdinfo start with `prefix`. */
+static int fdinfo_lines(int fd, const char *prefix)
+{
+	char path[64], line[256];
+	int n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		FAIL("%s: %s", path, ename(errno));
+	while (fgets(line, sizeof(line), f))
+		n += !strncmp(line, prefix, strlen(prefix));
+	fclose(f);
+	return n;
+}
+
 /*
  * Sends datagrams from b to a (each received before the next) until the implicit
  * connection from b to a is up at both ends (SCI_INFO mode sci), when the SCI path is
@@ -1106,8 +1123,13 @@ void t_dgram_fabric_epoll_end(void)
 	await_fabric(a, b, &aa);
 	await_fabric(a, c, &aa);
 	in = fdinfo_field(a, "sci-implicit", "in");
-	if (sci_path_expected())
+	if (sci_path_expected()) {
 		CHECK(in == 2, "a has %ld implicit connections in, expected 2 (from b and c)", in);
+		/* fdinfo names each connection's ends. */
+		EXPECT_EQ(fdinfo_lines(a, "sci-implicit-conn:\tin node "), 2);
+		EXPECT_EQ(fdinfo_lines(b, "sci-implicit-conn:\tout node "), 1);
+		EXPECT_EQ(fdinfo_lines(b, "sci-implicit-conn:\tin "), 0);
+	}
 	ev.data.fd = a;
 	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev));
 	EXPECT_EQ(SYS(epoll_wait(ep, got, 4, 0)), 0);

@@ -132,6 +132,32 @@ pub(crate) struct Endpoint {
     dropped: AtomicU64,
 }
 
+/// One implicit connection's ends as fdinfo names them (`sci-implicit-conn:`): which
+/// way it carries datagrams, and where each end's segment is in the region's export
+/// directories (as a stream connection's `sci-conn:` says).
+pub(crate) struct ConnEnds {
+    /// Datagrams go out on it (else they come in).
+    pub(crate) outbound: bool,
+    pub(crate) node: NodeId,
+    pub(crate) channel: u32,
+    pub(crate) generation: u32,
+    pub(crate) peer_channel: u32,
+}
+
+impl core::fmt::Display for ConnEnds {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        writeln!(
+            f,
+            "sci-implicit-conn:\t{} node {} channel {} generation {} peer-channel {}",
+            if self.outbound { "out" } else { "in" },
+            self.node,
+            self.channel,
+            self.generation,
+            self.peer_channel
+        )
+    }
+}
+
 /// A datagram a read took from an implicit connection, and its source.
 pub(crate) struct Taken {
     pub(crate) got: Received,
@@ -520,6 +546,36 @@ impl Endpoint {
         for c in g.inbound.iter_mut().filter_map(Option::take) {
             end(&plane, &c.conn);
         }
+    }
+
+    /// The ends of the connections that carry datagrams: the outbound ones that are up
+    /// and the inbound ones (fdinfo).
+    pub(crate) fn ends(&self) -> Result<KVec<ConnEnds>> {
+        let mut conns = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
+        {
+            let g = self.conns.lock();
+            for o in g.out.iter().flatten().filter(|o| o.up) {
+                conns.push((true, o.conn.clone()), GFP_KERNEL)?;
+            }
+            for c in g.inbound.iter().flatten() {
+                conns.push((false, c.conn.clone()), GFP_KERNEL)?;
+            }
+        }
+        let mut ends = KVec::with_capacity(conns.len(), GFP_KERNEL)?;
+        // Outside the endpoint's lock: each takes its connection's.
+        for (outbound, conn) in conns.iter() {
+            ends.push(
+                ConnEnds {
+                    outbound: *outbound,
+                    node: conn.peer_node,
+                    channel: conn.id.slot,
+                    generation: conn.id.generation,
+                    peer_channel: conn.peer_id().slot,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(ends)
     }
 
     /// The counters and open connections (`fdinfo`, `SCI_INFO` and the socket dump).

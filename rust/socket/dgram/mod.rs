@@ -477,21 +477,26 @@ impl SocketOps for SciDgram {
     }
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
-    /// its type).
+    /// its type), and one `sci-implicit-conn:` line per implicit connection.
     fn fdinfo(&self) -> Result<CString> {
         let family = self.native().family_name();
         let c = self.counts();
         let (sci, reason) = self.path(&c);
         let (mode, reason) = (if sci { "sci" } else { "native" }, reason.name());
+        let ends = match self.endpoint() {
+            Some(ep) => ep.ends()?,
+            None => KVec::new(),
+        };
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
              sci-type:\tdgram\nsci-implicit:\tout {} in {}\n\
-             sci-datagrams:\tsent {} received {} dropped {}\n",
+             sci-datagrams:\tsent {} received {} dropped {}\n{}",
             c.implicit_out,
             c.implicit_in,
             c.sent,
             c.received,
-            c.dropped
+            c.dropped,
+            Lines(&ends)
         ))
     }
 
@@ -503,5 +508,14 @@ impl SocketOps for SciDgram {
         self.close_endpoint();
         self.slot.release();
         own.set_state(bindings::TCP_CLOSE);
+    }
+}
+
+/// Lines one after the other (fdinfo's `sci-implicit-conn:` lines).
+struct Lines<'a, T>(&'a [T]);
+
+impl<T: core::fmt::Display> core::fmt::Display for Lines<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0.iter().try_for_each(|line| write!(f, "{line}"))
     }
 }
