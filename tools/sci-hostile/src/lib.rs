@@ -174,6 +174,9 @@ pub struct Liar<'a> {
     rng: Rng,
     /// Ports the victim listens on (for forged connect requests).
     ports: Vec<u16>,
+    /// Ports of the victim's datagram sockets (for forged requests of implicit
+    /// connections; see [`Liar::datagram_ports`]).
+    dgram_ports: Vec<u16>,
     /// Stores made, by what they were.
     counts: BTreeMap<&'static str, u64>,
     /// Every store, when recording (the tests).
@@ -241,6 +244,7 @@ impl<'a> Liar<'a> {
             cursor_lies: BTreeMap::new(),
             spare: Vec::new(),
             saved_addrs: None,
+            dgram_ports: Vec::new(),
         };
         for off in [map.node_word(liar), map.link(liar, victim)]
             .into_iter()
@@ -266,6 +270,13 @@ impl<'a> Liar<'a> {
     /// them from the victim's side (`sci-conn:` in its sockets' fdinfo).
     pub fn spare(&mut self, channels: &[u32]) {
         self.spare = channels.to_vec();
+    }
+
+    /// Under `frames`, half the forged connect requests ask for implicit connections of
+    /// datagram sockets, to the victim's datagram sockets on `ports` (which take them
+    /// with no `accept()`).
+    pub fn datagram_ports(&mut self, ports: &[u16]) {
+        self.dgram_ports = ports.to_vec();
     }
 
     /// Records every store (for tests).
@@ -520,6 +531,7 @@ impl<'a> Liar<'a> {
                         dst_port: self.ports[self.rng.index(self.ports.len())],
                         src_ip: [10, 0, 0, 1 + self.liar as u8],
                         offer,
+                        datagram: false,
                     }
                 } else {
                     Forged::Accept {
@@ -613,13 +625,23 @@ impl<'a> Liar<'a> {
                     reason: 1 + self.rng.below(6) as u8,
                 },
                 2 => Forged::Accept { src, dst, offer },
-                _ if !self.ports.is_empty() => Forged::Request {
-                    src,
-                    dst_ip: [10, 0, 0, 1 + self.victim as u8],
-                    dst_port: self.ports[self.rng.index(self.ports.len())],
-                    src_ip: [10, 0, 0, 1 + self.liar as u8],
-                    offer,
-                },
+                _ if !self.ports.is_empty() || !self.dgram_ports.is_empty() => {
+                    let datagram = self.ports.is_empty()
+                        || (!self.dgram_ports.is_empty() && self.rng.chance(1, 2));
+                    let ports = if datagram {
+                        &self.dgram_ports
+                    } else {
+                        &self.ports
+                    };
+                    Forged::Request {
+                        src,
+                        dst_ip: [10, 0, 0, 1 + self.victim as u8],
+                        dst_port: ports[self.rng.index(ports.len())],
+                        src_ip: [10, 0, 0, 1 + self.liar as u8],
+                        offer,
+                        datagram,
+                    }
+                }
                 _ => Forged::Close {
                     src,
                     dst,
@@ -636,7 +658,10 @@ impl<'a> Liar<'a> {
                     Forged::Close { .. } => "close",
                     Forged::Reject { .. } => "reject",
                     Forged::Accept { .. } => "accept",
-                    Forged::Request { .. } => "request",
+                    Forged::Request {
+                        datagram: false, ..
+                    } => "request",
+                    Forged::Request { .. } => "datagram-request",
                 };
                 *self.counts.entry(name).or_insert(0) += 1;
             }

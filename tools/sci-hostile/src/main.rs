@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sci-hostile --shm PATH --seed S --kind KIND --liar NODE [--victim NODE] [--ms DURATION]
-//!             [--ports P,...] [--spare CHANNEL,...]
+//!             [--ports P,...] [--dgram-ports P,...] [--spare CHANNEL,...]
 //! ```
 //!
 //! Maps the region file PATH (the ivshmem memory backend on the host: a file in
@@ -10,7 +10,8 @@
 //! every millisecond as node LIAR toward node VICTIM (default: the other of nodes 0 and
 //! 1). KIND is one of random, cursors, lengths, generations, frames, nodeword,
 //! doorbells, addresses (see the library's documentation). `--ports` names the victim's listening
-//! ports for forged connect requests; `--spare` the victim's channels that belong to its
+//! ports for forged connect requests, `--dgram-ports` its datagram sockets' ports (under
+//! `frames`, half the forged requests ask for implicit connections there); `--spare` the victim's channels that belong to its
 //! connections with other nodes, which the liar leaves alone. Prints one line:
 //! `sci-hostile: kind=... seed=... liar=... victim=... ms=... steps=... writes=...
 //! [what=count ...]`. Exits 2 on a usage error or a region that is not formatted.
@@ -39,6 +40,8 @@ struct Args {
     ms: u64,
     /// The victim's listening ports.
     ports: Vec<u16>,
+    /// The victim's datagram sockets' ports.
+    dgram_ports: Vec<u16>,
     /// The victim's channels not lied to.
     spare: Vec<u32>,
 }
@@ -63,7 +66,7 @@ fn list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut shm, mut seed, mut kind, mut liar, mut victim, mut ms) =
         (None, None, None, None, None, 3000);
-    let (mut ports, mut spare) = (Vec::new(), Vec::new());
+    let (mut ports, mut dgram_ports, mut spare) = (Vec::new(), Vec::new(), Vec::new());
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or(format!("{arg} wants a value"));
         match arg.as_str() {
@@ -77,6 +80,7 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
             "--victim" => victim = Some(value()?.parse().map_err(|_| "--victim wants a node id")?),
             "--ms" => ms = value()?.parse().map_err(|_| "--ms wants milliseconds")?,
             "--ports" => ports.extend(list::<u16>(&value()?, "port")?),
+            "--dgram-ports" => dgram_ports.extend(list::<u16>(&value()?, "port")?),
             "--spare" => spare.extend(list::<u32>(&value()?, "channel")?),
             "-h" | "--help" => return Err(String::new()),
             _ => return Err(format!("unknown argument {arg}")),
@@ -90,13 +94,14 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
         victim,
         ms,
         ports,
+        dgram_ports,
         spare,
     })
 }
 
 /// The usage text.
 const USAGE: &str = "usage: sci-hostile --shm PATH --seed S --kind KIND --liar NODE \
-[--victim NODE] [--ms DURATION] [--ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors \
+[--victim NODE] [--ms DURATION] [--ports P,...] [--dgram-ports P,...] [--spare CHANNEL,...]\n  KIND: random cursors \
 lengths generations frames nodeword doorbells addresses";
 
 /// A shared mapping of a region file, unmapped when dropped.
@@ -192,6 +197,7 @@ fn main() -> ExitCode {
         }
     };
     liar.spare(&args.spare);
+    liar.datagram_ports(&args.dgram_ports);
     let start = Instant::now();
     let mut next = start;
     loop {

@@ -342,6 +342,9 @@ pub enum Forged {
         src_ip: [u8; 4],
         /// The offer: ring log2, receive area, credit area, start cursor.
         offer: (u8, u64, u64, u64),
+        /// For an implicit connection of datagram sockets (`dst_port` is a datagram
+        /// socket's).
+        datagram: bool,
     },
     /// An accept of `dst`'s request by `src`, offering a queue.
     Accept {
@@ -400,12 +403,20 @@ pub fn encode_frame(f: &Forged, seq: u32) -> [u64; FRAME_WORDS] {
             dst_port,
             src_ip,
             offer: o,
-        } => Frame::connect_request(
-            conn(src),
-            (WireIp::V4(src_ip), 40000),
-            (WireIp::V4(dst_ip), dst_port, 0),
-            offer(o),
-        ),
+            datagram,
+        } => {
+            let r = Frame::connect_request(
+                conn(src),
+                (WireIp::V4(src_ip), 40000),
+                (WireIp::V4(dst_ip), dst_port, 0),
+                offer(o),
+            );
+            if datagram {
+                r.for_datagrams()
+            } else {
+                r
+            }
+        }
         Forged::Accept { src, dst, offer: o } => {
             let mut a = Frame::new(FrameKind::Accept);
             a.src = conn(src);
