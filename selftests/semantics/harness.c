@@ -110,6 +110,25 @@ double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+struct moment moment_now(void)
+{
+	struct tms t;
+	struct moment m = { .mono = now() };
+
+	m.ticks = (double)times(&t) / sysconf(_SC_CLK_TCK);
+	return m;
+}
+
+bool timeo_honoured(struct moment t0, double s, char *took, size_t len)
+{
+	struct moment t1 = moment_now();
+	double tick = 1.0 / sysconf(_SC_CLK_TCK);
+
+	snprintf(took, len, "%.3f s by CLOCK_MONOTONIC, %.2f s by jiffies", t1.mono - t0.mono,
+		 t1.ticks - t0.ticks);
+	return t1.ticks - t0.ticks >= s - tick - 1e-9 && t1.mono - t0.mono < 10;
+}
+
 void msleep(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };

@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/times.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -114,14 +115,25 @@ void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 double now(void);
 /*
- * The least time a socket timeout of `s` seconds (SO_RCVTIMEO, SO_SNDTIMEO) may be
- * measured to take with CLOCK_MONOTONIC: half of it. The kernel counts those timeouts
- * in jiffies, which a TCG guest whose vCPU the loaded host did not run for a while has
- * not advanced yet when the call starts, so the timer fires early by that much (seen:
- * 57 ms of a 300 ms SO_RCVTIMEO, over plain TCP after a fallback's handover). Half still
- * tells a timeout that is honoured from one that is ignored or zero.
+ * A socket timeout (SO_RCVTIMEO, SO_SNDTIMEO) is judged by the kernel's own clock for
+ * it: the kernel counts those timeouts in jiffies, and times(2) counts jiffies too (in
+ * clock ticks). CLOCK_MONOTONIC alone would call an honoured timeout early on a TCG
+ * guest whose jiffies lag: while the loaded host does not run the vCPU that advances
+ * them, a timer set on the other vCPU is based on the stale count and fires early in
+ * real time by the lag (seen: 57 ms and 114 ms of a 300 ms SO_RCVTIMEO, over plain TCP
+ * after a fallback's handover and over SCI on the sanitizer kernel).
  */
-#define TIMEO_MIN(s) ((s) / 2.0)
+struct moment {
+	double mono;	/* CLOCK_MONOTONIC, s */
+	double ticks;	/* times(2): jiffies, in s */
+};
+struct moment moment_now(void);
+/*
+ * Whether a call that began at `t0` and gave up on a timeout of `s` seconds honoured it:
+ * at least `s` by jiffies (less one clock tick of rounding), and under 10 s by
+ * CLOCK_MONOTONIC. `took` gets both elapsed times for the message.
+ */
+bool timeo_honoured(struct moment t0, double s, char *took, size_t len);
 void msleep(int ms);
 const char *afname(int af);
 socklen_t mkaddr(int af, uint16_t port, struct sockaddr_storage *ss);
