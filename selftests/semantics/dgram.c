@@ -1155,6 +1155,38 @@ void t_dgram_fabric_epoll_end(void)
 	close(c);
 }
 
+/*
+ * A receiver that asks for control messages once its implicit connection is up
+ * (IP_PKTINFO here) gets them with every datagram from then on: datagrams over SCI carry
+ * none, so its connections end at the setsockopt and its peer's datagrams go on over UDP.
+ */
+void t_dgram_fabric_cmsg_later(void)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256], buf[16];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	struct in_pktinfo pi;
+	int a, b, i;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	setint(a, IPPROTO_IP, IP_PKTINFO, 1);
+	if (sci_path_expected())
+		EXPECT_EQ(fdinfo_field(a, "sci-implicit", "in"), 0);
+	for (i = 0; i < 20; i++) {
+		snprintf(buf, sizeof(buf), "%d", i);
+		send_to(b, buf, strlen(buf), &aa);
+		EXPECT_EQ(recv_cmsg(a, &mh, cbuf, sizeof(cbuf)), (ssize_t)strlen(buf));
+		c = find_cmsg(&mh, IPPROTO_IP, IP_PKTINFO);
+		CHECK(c, "datagram %d after IP_PKTINFO came with no IP_PKTINFO control message", i);
+		memcpy(&pi, CMSG_DATA(c), sizeof(pi));
+		EXPECT_EQ(ntohl(pi.ipi_addr.s_addr), INADDR_LOOPBACK);
+	}
+	close(a);
+	close(b);
+}
+
 /* Reads (and with `set`, first writes) the module parameter dgram_idle_ms; -1 if absent. */
 static long idle_param(long set)
 {

@@ -135,6 +135,7 @@ static const struct test tests[] = {
 	{ "dgram_fabric_blocking", t_dgram_fabric_blocking, 0, false },
 	{ "dgram_fabric_epoll_edge", t_dgram_fabric_epoll_edge, 0, false },
 	{ "dgram_fabric_epoll_end", t_dgram_fabric_epoll_end, 0, false },
+	{ "dgram_fabric_cmsg_later", t_dgram_fabric_cmsg_later, 0, false },
 	/* TABLE-END */
 };
 

@@ -516,6 +516,15 @@ impl Endpoint {
         }
     }
 
+    /// Ends every inbound connection (the reader asked for control messages, which
+    /// datagrams over SCI do not carry). Datagrams still in their rings go with them.
+    pub(crate) fn end_inbound(&self, plane: &Plane<'_>) {
+        let mut g = self.conns.lock();
+        for c in g.inbound.iter_mut().filter_map(Option::take) {
+            end(plane, &c.conn);
+        }
+    }
+
     /// The socket connected to `peer` (or, `None`, disconnected): connections from other
     /// peers end, as a connected UDP socket takes datagrams from its peer only.
     pub(crate) fn connected(&self, plane: &Plane<'_>, peer: Option<(Ip, u16)>) {

@@ -434,9 +434,16 @@ impl SocketOps for SciDgram {
         if level == bindings::SOL_SCI as c_int {
             return self.set_sci_option(own, optname, val, len);
         }
-        self.slot
-            .setsockopt(own, level, optname, val, len)
-            .map(|_| ())
+        self.slot.setsockopt(own, level, optname, val, len)?;
+        // A reader that now asks for control messages (`IP_PKTINFO`, timestamps, ...)
+        // takes no more datagrams from implicit connections, which carry none: those it
+        // has end (their senders go on over UDP), as `Endpoint::attach` refuses new ones.
+        if self.native().wants_cmsg() {
+            if let Some(ep) = self.endpoint() {
+                ep.end_inbound(&self.stack.plane.plane());
+            }
+        }
+        Ok(())
     }
 
     /// `getsockopt(2)` at every level but `SOL_SOCKET` (which the socket layer answers
