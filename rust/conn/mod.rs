@@ -159,6 +159,24 @@ pub(crate) struct Conn {
     datagram_seen: AtomicU64,
 }
 
+/// A connection's two ends as fdinfo names them ([`Conn::ends`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Ends {
+    node: NodeId,
+    id: ConnId,
+    peer_channel: u32,
+}
+
+impl core::fmt::Display for Ends {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "node {} channel {} generation {} peer-channel {}",
+            self.node, self.id.slot, self.id.generation, self.peer_channel
+        )
+    }
+}
+
 /// What a send or receive that stopped early reports: the bytes it moved, if any, else
 /// the error (as TCP does).
 fn partial(done: usize, err: Error) -> Result<c_int> {
@@ -274,6 +292,18 @@ impl Conn {
     /// The peer end's id (`ConnId::NONE` until established).
     pub(crate) fn peer_id(&self) -> ConnId {
         self.inner.lock().peer_id
+    }
+
+    /// Where this connection's two ends are, as fdinfo names them (`node N channel C
+    /// generation G peer-channel P`): the peer's node, this end's channel and generation
+    /// and the peer end's channel, which is where each end's segment is in the region's
+    /// export directories.
+    pub(crate) fn ends(&self) -> Ends {
+        Ends {
+            node: self.peer_node,
+            id: self.id,
+            peer_channel: self.peer_id().slot,
+        }
     }
 
     /// Whether this end is established with its peer end in channel `slot` of its peer

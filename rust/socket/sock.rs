@@ -571,11 +571,8 @@ impl SciSock {
             )),
             Some(conn) => CString::try_from_fmt(fmt!(
                 "sci-mode:\tsci\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
-                 sci-conn:\tnode {} channel {} generation {} peer-channel {}\n",
-                conn.peer_node,
-                conn.id.slot,
-                conn.id.generation,
-                conn.peer_id().slot
+                 sci-conn:\t{}\n",
+                conn.ends()
             )),
         }
     }

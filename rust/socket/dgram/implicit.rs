@@ -30,7 +30,7 @@
 
 use crate::config::rules::{Decision, Ip};
 use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
-use crate::conn::{Conn, Phase, Received, Sent};
+use crate::conn::{Conn, Ends, Phase, Received, Sent};
 use crate::control::{DatagramPort, Destination, Plane};
 use crate::fabric::NodeId;
 use crate::proto::frame::Frame;
@@ -132,29 +132,18 @@ pub(crate) struct Endpoint {
     dropped: AtomicU64,
 }
 
-/// One implicit connection's ends as fdinfo names them (`sci-implicit-conn:`): which
-/// way it carries datagrams, and where each end's segment is in the region's export
-/// directories (as a stream connection's `sci-conn:` says).
-pub(crate) struct ConnEnds {
+/// One implicit connection as fdinfo names it (`sci-implicit-conn:`): which way it
+/// carries datagrams, and its ends as a stream connection's `sci-conn:` names them.
+pub(crate) struct ImplicitEnds {
     /// Datagrams go out on it (else they come in).
-    pub(crate) outbound: bool,
-    pub(crate) node: NodeId,
-    pub(crate) channel: u32,
-    pub(crate) generation: u32,
-    pub(crate) peer_channel: u32,
+    outbound: bool,
+    ends: Ends,
 }
 
-impl core::fmt::Display for ConnEnds {
+impl core::fmt::Display for ImplicitEnds {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        writeln!(
-            f,
-            "sci-implicit-conn:\t{} node {} channel {} generation {} peer-channel {}",
-            if self.outbound { "out" } else { "in" },
-            self.node,
-            self.channel,
-            self.generation,
-            self.peer_channel
-        )
+        let way = if self.outbound { "out" } else { "in" };
+        writeln!(f, "sci-implicit-conn:\t{way} {}", self.ends)
     }
 }
 
@@ -519,9 +508,17 @@ impl Endpoint {
     /// Ends every inbound connection (the reader asked for control messages, which
     /// datagrams over SCI do not carry). Datagrams still in their rings go with them.
     pub(crate) fn end_inbound(&self, plane: &Plane<'_>) {
-        let mut g = self.conns.lock();
-        for c in g.inbound.iter_mut().filter_map(Option::take) {
-            end(plane, &c.conn);
+        Self::end_inbound_of(&mut self.conns.lock(), plane, |_| true);
+    }
+
+    /// Ends the inbound connections of `g` that `ends` picks.
+    fn end_inbound_of(g: &mut Conns, plane: &Plane<'_>, mut ends: impl FnMut(&Conn) -> bool) {
+        for slot in g.inbound.iter_mut() {
+            if slot.as_ref().is_some_and(|c| ends(&c.conn)) {
+                if let Some(c) = slot.take() {
+                    end(plane, &c.conn);
+                }
+            }
         }
     }
 
@@ -531,14 +528,7 @@ impl Endpoint {
         let Some(peer) = peer else {
             return;
         };
-        let mut g = self.conns.lock();
-        for slot in g.inbound.iter_mut() {
-            if slot.as_ref().is_some_and(|c| !from_peer(&c.conn, peer)) {
-                if let Some(c) = slot.take() {
-                    end(plane, &c.conn);
-                }
-            }
-        }
+        Self::end_inbound_of(&mut self.conns.lock(), plane, |c| !from_peer(c, peer));
     }
 
     /// The socket closes: it leaves the table and every connection ends (datagrams still
@@ -552,39 +542,30 @@ impl Endpoint {
         for o in g.out.iter_mut().filter_map(Option::take) {
             end(&plane, &o.conn);
         }
-        for c in g.inbound.iter_mut().filter_map(Option::take) {
-            end(&plane, &c.conn);
-        }
+        Self::end_inbound_of(&mut g, &plane, |_| true);
     }
 
     /// The ends of the connections that carry datagrams: the outbound ones that are up
     /// and the inbound ones (fdinfo).
-    pub(crate) fn ends(&self) -> Result<KVec<ConnEnds>> {
-        let mut conns = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
-        {
+    pub(crate) fn ends(&self) -> Result<KVec<ImplicitEnds>> {
+        let (out, inbound): ([Option<Arc<Conn>>; MAX_OUT], _) = {
             let g = self.conns.lock();
-            for o in g.out.iter().flatten().filter(|o| o.up) {
-                conns.push((true, o.conn.clone()), GFP_KERNEL)?;
-            }
-            for c in g.inbound.iter().flatten() {
-                conns.push((false, c.conn.clone()), GFP_KERNEL)?;
-            }
-        }
-        let mut ends = KVec::with_capacity(conns.len(), GFP_KERNEL)?;
+            (
+                core::array::from_fn(|i| {
+                    g.out[i].as_ref().filter(|o| o.up).map(|o| o.conn.clone())
+                }),
+                Self::inbound_of(&g),
+            )
+        };
         // Outside the endpoint's lock: each takes its connection's.
-        for (outbound, conn) in conns.iter() {
-            ends.push(
-                ConnEnds {
-                    outbound: *outbound,
-                    node: conn.peer_node,
-                    channel: conn.id.slot,
-                    generation: conn.id.generation,
-                    peer_channel: conn.peer_id().slot,
-                },
-                GFP_KERNEL,
-            )?;
+        let mut lines = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
+        for (outbound, conns) in [(true, &out[..]), (false, &inbound[..])] {
+            for conn in conns.iter().flatten() {
+                let ends = conn.ends();
+                lines.push(ImplicitEnds { outbound, ends }, GFP_KERNEL)?;
+            }
         }
-        Ok(ends)
+        Ok(lines)
     }
 
     /// The counters and open connections (`fdinfo`, `SCI_INFO` and the socket dump).
