@@ -249,6 +249,25 @@ def sci_conn(sock):
     return None
 
 
+class Moment:
+    """When a call with a socket timeout began, by CLOCK_MONOTONIC and by jiffies
+    (os.times().elapsed counts them in clock ticks): the kernel counts those timeouts in
+    jiffies, and a TCG guest's jiffies lag while the loaded host does not run the vCPU
+    that advances them, so by CLOCK_MONOTONIC alone an honoured timeout can look early
+    (selftests/semantics/harness.h, timeo_honoured)."""
+
+    def __init__(self):
+        self.mono, self.ticks = time.monotonic(), os.times().elapsed
+
+    def honoured(self, s):
+        """(whether a timeout of s seconds that ended now was honoured: at least s by
+        jiffies, less a clock tick, and under 10 s by CLOCK_MONOTONIC; what both say)"""
+        mono, ticks = time.monotonic() - self.mono, os.times().elapsed - self.ticks
+        tick = 1 / os.sysconf("SC_CLK_TCK")
+        return (ticks >= s - tick - 1e-9 and mono < 10,
+                f"{mono:.3f} s by CLOCK_MONOTONIC, {ticks:.2f} s by jiffies")
+
+
 def recv_exact(sock, n):
     buf = bytearray()
     while len(buf) < n:

@@ -819,20 +819,29 @@ static int sci_mode_of(int fd)
 	return (int)info.mode;
 }
 
-/*
- * The number after `word` on fd's "/proc/self/fdinfo" line starting with `key`
- * ("sci-datagrams", "sent"): -1 when there is none.
- */
-static long fdinfo_field(int fd, const char *key, const char *word)
+/* fd's /proc/self/fdinfo file, open for reading (the test fails if it cannot be). */
+static FILE *open_fdinfo(int fd)
 {
-	char path[64], line[256];
-	long v = -1;
+	char path[64];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
 	f = fopen(path, "r");
 	if (!f)
 		FAIL("%s: %s", path, ename(errno));
+	return f;
+}
+
+/*
+ * The number after `word` on fd's "/proc/self/fdinfo" line starting with `key`
+ * ("sci-datagrams", "sent"): -1 when there is none.
+ */
+static long fdinfo_field(int fd, const char *key, const char *word)
+{
+	char line[256];
+	long v = -1;
+	FILE *f = open_fdinfo(fd);
+
 	while (fgets(line, sizeof(line), f)) {
 		char *at;
 
@@ -849,14 +858,10 @@ static long fdinfo_field(int fd, const char *key, const char *word)
 /* How many lines of fd's fdinfo start with `prefix`. */
 static int fdinfo_lines(int fd, const char *prefix)
 {
-	char path[64], line[256];
+	char line[256];
 	int n = 0;
-	FILE *f;
+	FILE *f = open_fdinfo(fd);
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		FAIL("%s: %s", path, ename(errno));
 	while (fgets(line, sizeof(line), f))
 		n += !strncmp(line, prefix, strlen(prefix));
 	fclose(f);
