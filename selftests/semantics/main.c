@@ -136,6 +136,7 @@ static const struct test tests[] = {
 	{ "dgram_fabric_epoll_edge", t_dgram_fabric_epoll_edge, 0, false },
 	{ "dgram_fabric_epoll_end", t_dgram_fabric_epoll_end, 0, false },
 	{ "dgram_fabric_cmsg_later", t_dgram_fabric_cmsg_later, 0, false },
+	{ "splice_faulted_pipe_write", t_splice_faulted_write, 0, false },
 	/* TABLE-END */
 };
 

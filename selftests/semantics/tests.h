@@ -8,6 +8,7 @@ void t_echo_v4(void);
 void t_echo_v6(void);
 void t_large_transfer(void);
 void t_splice(void);
+void t_splice_faulted_write(void);
 
 /* connect.c */
 void t_nonblock_connect(void);

@@ -250,3 +250,50 @@ void t_splice(void)
 	close(p[0]);
 	close(p[1]);
 }
+
+/*
+ * A write to a pipe that faults leaves a zero-length buffer in it (pipe_write links a
+ * fresh buffer before it copies). splice(2) from that pipe into a socket treats it as
+ * empty: EAGAIN with SPLICE_F_NONBLOCK, the bytes of a later write intact, 0 once the
+ * writer is gone. Linux 6.12's splice_to_socket returned ERESTARTSYS (errno 512) to user
+ * space instead, with no signal pending, for TCP and AF_SCI alike (found by
+ * tools/sci-fuzz; fixed by kernel/patches/0003-splice-release-zero-length-pipe-buffers-
+ * in-splice_to_socket.patch, which this case checks).
+ */
+void t_splice_faulted_write(void)
+{
+	uint16_t port = fixed_port(0);
+	void *bad = unmapped_page();
+	char out[100], in[100];
+	int p[2], l, c, s;
+
+	l = ut_listener(AF_INET, &port, 4);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	SYS(pipe(p));
+
+	EXPECT_ERR(write(p[1], bad, 100), EFAULT);
+	EXPECT_ERR(splice(p[0], NULL, s, NULL, 4096, SPLICE_F_NONBLOCK), EAGAIN);
+
+	EXPECT_ERR(write(p[1], bad, 100), EFAULT);
+	fill_pattern(out, sizeof(out), 13);
+	pipe_write(p[1], out, sizeof(out));
+	for (size_t done = 0; done < sizeof(out);) {
+		long n = SYS(splice(p[0], NULL, s, NULL, sizeof(out) - done, 0));
+
+		CHECK(n > 0, "splice into the socket returned %ld", n);
+		done += n;
+	}
+	read_exact(c, in, sizeof(in));
+	CHECK(!memcmp(in, out, sizeof(out)), "the bytes spliced into the socket differ");
+
+	EXPECT_ERR(write(p[1], bad, 100), EFAULT);
+	close(p[1]);
+	CHECK(SYS(splice(p[0], NULL, s, NULL, 4096, 0)) == 0,
+	      "splice from a pipe whose writer is gone did not return 0");
+	check_sock(s, AF_INET, -1, 0);
+	close(p[0]);
+	close(c);
+	close(s);
+	close(l);
+}

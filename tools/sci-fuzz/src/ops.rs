@@ -358,7 +358,7 @@ impl<'a> Fuzzer<'a> {
         let line = format!("worker {} thread {}: {what}", self.ctx.proc_index, self.t);
         eprintln!("sci-fuzz: ANOMALY {line}");
         // Marks the spot in the kernel's trace, when one is being recorded (fuzz-guest
-        // traces the signals and the 9p root's requests: see an ERESTARTSYS's cause).
+        // traces the signals: was a kernel-internal errno a signal's restart gone wrong?).
         let _ = std::fs::write(
             "/sys/kernel/tracing/trace_marker",
             format!("sci-fuzz: ANOMALY {line}\n"),
