@@ -58,6 +58,14 @@ impl Ip {
         }
     }
 
+    /// The address's bytes: 4 of IPv4, 16 of IPv6.
+    pub fn octets(&self) -> &[u8] {
+        match self {
+            Ip::V4(b) => b,
+            Ip::V6(b) => b,
+        }
+    }
+
     /// `127.0.0.0/8` or `::1`.
     pub fn is_loopback(&self) -> bool {
         match self.canonical() {

@@ -446,6 +446,25 @@ impl Native {
         unsafe { bindings::sci_udp_wants_cmsg(self.sk()) }
     }
 
+    /// A UDP socket whose reader asked for the packet information of its datagrams
+    /// (`IP_PKTINFO`, `IPV6_RECVPKTINFO`).
+    pub(crate) fn wants_pktinfo(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
+        unsafe { bindings::sci_udp_wants_pktinfo(self.sk()) }
+    }
+
+    /// Adds to a datagram received over SCI the packet information this UDP socket's
+    /// reader asked for, as UDP would give it: addressed to `to` (4 bytes: IPv4, else 16),
+    /// which is also the address a reply goes from, received on interface `ifindex`.
+    pub(crate) fn put_pktinfo(&self, msg: Msg, to: &[u8], ifindex: i32) {
+        let mut a = [0u8; 16];
+        let n = to.len().min(16);
+        a[..n].copy_from_slice(&to[..n]);
+        // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
+        // and lives across the call; `put_cmsg` checks the caller's room.
+        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), n == 4, ifindex) }
+    }
+
     /// A UDP socket that sends each datagram as given (not corked, not segmenting).
     pub(crate) fn sends_plain(&self) -> bool {
         // SAFETY: `sk` is live; the helper reads option bits and the pending word.

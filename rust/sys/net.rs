@@ -77,10 +77,47 @@ pub(crate) fn put_ioctl_int(arg: core::ffi::c_ulong, value: u64) -> Result<c_int
     Ok(0)
 }
 
-/// Whether a message to send carries control messages (`IP_PKTINFO`, `UDP_SEGMENT`, ...).
-pub(crate) fn msg_has_control(msg: Msg) -> bool {
-    // SAFETY: the socket layer passes a live message; the helper reads a field.
-    unsafe { bindings::sci_msg_has_control(msg) }
+/// The control messages of a datagram to send, as far as the fabric path cares.
+pub(crate) enum SendControl {
+    /// None: the datagram is sent as given.
+    Nothing,
+    /// One `IP_PKTINFO` or `IPV6_PKTINFO` only: the source address it asks for (the first
+    /// 4 bytes when `v4`; all zero: any) and the interface (0: any).
+    Pktinfo {
+        addr: [u8; 16],
+        v4: bool,
+        ifindex: i32,
+    },
+    /// Anything else (`UDP_SEGMENT`, `IP_TTL`, several, malformed, ...).
+    Other,
+}
+
+/// What control messages a message to send carries.
+pub(crate) fn send_control(msg: Msg) -> SendControl {
+    let mut ask = bindings::sci_pktinfo::default();
+    // SAFETY: the socket layer passes a live message (the helper refuses control messages
+    // still in user memory); `ask` lives across the call.
+    match unsafe { bindings::sci_msg_pktinfo(msg, &mut ask) } {
+        0 => SendControl::Nothing,
+        1 => SendControl::Pktinfo {
+            addr: ask.addr,
+            v4: ask.v4 != 0,
+            ifindex: ask.ifindex,
+        },
+        _ => SendControl::Other,
+    }
+}
+
+/// The interface that UDP names in the packet information of a datagram to the local
+/// address `addr` (4 bytes: IPv4, else 16) of namespace `net`: loopback when the sender is
+/// on this machine (`loopback`), else the device that has the address (0 when none has it).
+pub(crate) fn local_ifindex(net: *mut bindings::net, addr: &[u8], loopback: bool) -> i32 {
+    let mut a = [0u8; 16];
+    let n = addr.len().min(16);
+    a[..n].copy_from_slice(&addr[..n]);
+    // SAFETY: `net` is the namespace of a live socket; `a` holds 16 bytes and lives across
+    // the call.
+    unsafe { bindings::sci_local_ifindex(net, a.as_ptr(), n == 4, loopback) }
 }
 
 /// Gives a received datagram's source address (`addr`, a `sockaddr_in`/`sockaddr_in6`)

@@ -893,6 +893,29 @@ static void await_fabric(int a, int b, const struct sockaddr_storage *aa)
 	     sci_mode_of(a), sci_mode_of(b));
 }
 
+/*
+ * Sends datagrams from a to b (each received before the next) until one went over SCI
+ * (a's count of datagrams sent over SCI grew), when the SCI path is expected: a's own
+ * implicit connection to b is up then, where await_fabric(b, a, ...) would stop at once
+ * if a already had one from b. At most 20 s; otherwise one datagram.
+ */
+static void await_sent_over_sci(int a, int b, const struct sockaddr_storage *ba)
+{
+	double end = now() + 20;
+	long sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+	char buf[16];
+	int n = 0;
+
+	do {
+		send_to(a, "ping", 4, ba);
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, NULL), 4);
+		n++;
+		if (!sci_path_expected() || fdinfo_field(a, "sci-datagrams", "sent") > sent0)
+			return;
+	} while (now() < end);
+	FAIL("none of %d datagrams went over SCI in 20 s", n);
+}
+
 /* Datagram i of a test run: its length and pattern seed. */
 static size_t nth_len(unsigned i)
 {
@@ -1162,35 +1185,181 @@ void t_dgram_fabric_epoll_end(void)
 
 /*
  * A receiver that asks for control messages once its implicit connection is up
- * (IP_PKTINFO here) gets them with every datagram from then on: datagrams over SCI carry
- * none, so its connections end at the setsockopt and its peer's datagrams go on over UDP.
+ * (SO_TIMESTAMP here) gets them with every datagram from then on: datagrams over SCI carry
+ * none but the packet information, so its connections end at the setsockopt and its
+ * peer's datagrams go on over UDP.
  */
 void t_dgram_fabric_cmsg_later(void)
 {
 	struct sockaddr_storage aa, ba;
 	char cbuf[256], buf[16];
 	struct msghdr mh;
-	struct cmsghdr *c;
-	struct in_pktinfo pi;
 	int a, b, i;
 
 	dgram_pair(AF_INET, &a, &aa, &b, &ba);
 	await_fabric(a, b, &aa);
-	setint(a, IPPROTO_IP, IP_PKTINFO, 1);
+	setint(a, SOL_SOCKET, SO_TIMESTAMP, 1);
 	if (sci_path_expected())
 		EXPECT_EQ(fdinfo_field(a, "sci-implicit", "in"), 0);
 	for (i = 0; i < 20; i++) {
 		snprintf(buf, sizeof(buf), "%d", i);
 		send_to(b, buf, strlen(buf), &aa);
 		EXPECT_EQ(recv_cmsg(a, &mh, cbuf, sizeof(cbuf)), (ssize_t)strlen(buf));
-		c = find_cmsg(&mh, IPPROTO_IP, IP_PKTINFO);
-		CHECK(c, "datagram %d after IP_PKTINFO came with no IP_PKTINFO control message", i);
-		memcpy(&pi, CMSG_DATA(c), sizeof(pi));
-		EXPECT_EQ(ntohl(pi.ipi_addr.s_addr), INADDR_LOOPBACK);
+		CHECK(find_cmsg(&mh, SOL_SOCKET, SCM_TIMESTAMP),
+		      "datagram %d after SO_TIMESTAMP came with no SCM_TIMESTAMP", i);
 	}
 	close(a);
 	close(b);
 }
+
+/* Packet information of either family, as a receiver gets it and a sender gives it. */
+union pktinfo {
+	struct in_pktinfo v4;
+	struct in6_pktinfo v6;
+};
+
+static const char *pktinfo_str(int af, const union pktinfo *pi)
+{
+	static char s[160];
+	char a[INET6_ADDRSTRLEN], d[INET6_ADDRSTRLEN];
+
+	if (af == AF_INET) {
+		inet_ntop(AF_INET, &pi->v4.ipi_addr, a, sizeof(a));
+		inet_ntop(AF_INET, &pi->v4.ipi_spec_dst, d, sizeof(d));
+		snprintf(s, sizeof(s), "addr %s spec_dst %s ifindex %d", a, d, pi->v4.ipi_ifindex);
+	} else {
+		inet_ntop(AF_INET6, &pi->v6.ipi6_addr, a, sizeof(a));
+		snprintf(s, sizeof(s), "addr %s ifindex %d", a, pi->v6.ipi6_ifindex);
+	}
+	return s;
+}
+
+/* Receives one datagram on fd with its packet information (the test fails without). */
+static ssize_t recv_pktinfo(int fd, int af, union pktinfo *pi)
+{
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	ssize_t n = recv_cmsg(fd, &mh, cbuf, sizeof(cbuf));
+
+	c = find_cmsg(&mh, af == AF_INET ? IPPROTO_IP : IPPROTO_IPV6,
+		      af == AF_INET ? IP_PKTINFO : IPV6_PKTINFO);
+	CHECK(c, "a datagram came with no packet information");
+	memset(pi, 0, sizeof(*pi));
+	memcpy(pi, CMSG_DATA(c), af == AF_INET ? sizeof(pi->v4) : sizeof(pi->v6));
+	return n;
+}
+
+/* Sends buf from fd to `to` with the packet information pi (IP_PKTINFO, IPV6_PKTINFO). */
+static void send_pktinfo(int fd, int af, const void *buf, size_t len,
+			 const struct sockaddr_storage *to, const union pktinfo *pi)
+{
+	size_t size = af == AF_INET ? sizeof(pi->v4) : sizeof(pi->v6);
+	union {
+		char buf[CMSG_SPACE(sizeof(union pktinfo))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = {
+		.msg_name = (void *)to, .msg_namelen = ss_len(to), .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = CMSG_SPACE(size),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	ssize_t n;
+
+	memset(&ctl, 0, sizeof(ctl));
+	c->cmsg_level = af == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+	c->cmsg_type = af == AF_INET ? IP_PKTINFO : IPV6_PKTINFO;
+	c->cmsg_len = CMSG_LEN(size);
+	memcpy(CMSG_DATA(c), pi, size);
+	n = sendmsg(fd, &mh, 0);
+	if (n < 0)
+		FAIL("sendmsg with %s: %s", pktinfo_str(af, pi), ename(errno));
+	EXPECT_EQ(n, len);
+}
+
+/*
+ * The packet information over the fabric, as a DNS server uses it. A receiver that asks
+ * for it (IP_PKTINFO, IPV6_RECVPKTINFO) before its implicit connection is up keeps the
+ * connection, and every datagram over SCI comes with what UDP gave with the first one,
+ * which went over UDP (the address it was sent to, the interface, the address a reply
+ * goes from). Its replies that name that address (and for IPv6 that interface) with
+ * IP_PKTINFO/IPV6_PKTINFO take their own implicit connection; one that names another
+ * address of the machine (127.0.0.2) goes over UDP, from that address, as UDP sends it.
+ */
+static void fabric_pktinfo(int af)
+{
+	enum { N = 20 };
+	struct sockaddr_storage aa, ba, from;
+	union pktinfo ref, pi, reply;
+	char buf[64];
+	long got0 = 0, sent0 = 0;
+	int a, b, i;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	if (af == AF_INET)
+		setint(a, IPPROTO_IP, IP_PKTINFO, 1);
+	else
+		setint(a, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	send_to(b, "first", 5, &aa);
+	EXPECT_EQ(recv_pktinfo(a, af, &ref), 5);
+	note("UDP's packet information: %s", pktinfo_str(af, &ref));
+	await_fabric(a, b, &aa);
+	if (sci_path_expected())
+		got0 = fdinfo_field(a, "sci-datagrams", "received");
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "datagram %d", i);
+		send_to(b, buf, strlen(buf), &aa);
+		EXPECT_EQ(recv_pktinfo(a, af, &pi), (ssize_t)strlen(buf));
+		CHECK(!memcmp(&pi, &ref, sizeof(pi)), "datagram %d: %s, where UDP said %s", i,
+		      pktinfo_str(af, &pi), pktinfo_str(af, &ref));
+	}
+	if (sci_path_expected()) {
+		long got = fdinfo_field(a, "sci-datagrams", "received") - got0;
+
+		CHECK(got == N, "%ld of %d datagrams with packet information came over SCI", got, N);
+	}
+
+	/* Replies as a DNS server sends them: from the address the datagram came to. */
+	memset(&reply, 0, sizeof(reply));
+	if (af == AF_INET) {
+		reply.v4.ipi_spec_dst = ref.v4.ipi_spec_dst;
+	} else {
+		reply.v6.ipi6_addr = ref.v6.ipi6_addr;
+		reply.v6.ipi6_ifindex = ref.v6.ipi6_ifindex;
+	}
+	await_sent_over_sci(a, b, &ba);
+	if (sci_path_expected())
+		sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "reply %d", i);
+		send_pktinfo(a, af, buf, strlen(buf), &ba, &reply);
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, &from), (ssize_t)strlen(buf));
+		CHECK(ss_port(&from) == ss_port(&aa) && !strcmp(ss_str(&from), ss_str(&aa)),
+		      "reply %d from %s, expected %s", i, ss_str(&from), ss_str(&aa));
+	}
+	if (sci_path_expected()) {
+		long sent = fdinfo_field(a, "sci-datagrams", "sent") - sent0;
+
+		CHECK(sent == N, "%ld of %d replies with IP_PKTINFO went over SCI", sent, N);
+	}
+	if (af == AF_INET) {
+		struct sockaddr_in *f = (struct sockaddr_in *)&from;
+
+		sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+		reply.v4.ipi_spec_dst.s_addr = htonl(0x7f000002);
+		send_pktinfo(a, af, "elsewhere", 9, &ba, &reply);
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, &from), 9);
+		CHECK(ntohl(f->sin_addr.s_addr) == 0x7f000002 && ss_port(&from) == ss_port(&aa),
+		      "a reply from 127.0.0.2 came from %s", ss_str(&from));
+		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent"), sent0);
+	}
+	close(a);
+	close(b);
+}
+
+void t_dgram_fabric_pktinfo_v4(void) { fabric_pktinfo(AF_INET); }
+void t_dgram_fabric_pktinfo_v6(void) { fabric_pktinfo(AF_INET6); }
 
 /* Reads (and with `set`, first writes) the module parameter dgram_idle_ms; -1 if absent. */
 static long idle_param(long set)

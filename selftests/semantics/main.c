@@ -137,6 +137,8 @@ static const struct test tests[] = {
 	{ "dgram_fabric_epoll_end", t_dgram_fabric_epoll_end, 0, false },
 	{ "dgram_fabric_cmsg_later", t_dgram_fabric_cmsg_later, 0, false },
 	{ "splice_faulted_pipe_write", t_splice_faulted_write, 0, false },
+	{ "dgram_fabric_pktinfo_v4", t_dgram_fabric_pktinfo_v4, 0, false },
+	{ "dgram_fabric_pktinfo_v6", t_dgram_fabric_pktinfo_v6, 0, false },
 	/* TABLE-END */
 };
 

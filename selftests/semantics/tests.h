@@ -131,6 +131,8 @@ void t_dgram_fabric_blocking(void);
 void t_dgram_fabric_epoll_edge(void);
 void t_dgram_fabric_epoll_end(void);
 void t_dgram_fabric_cmsg_later(void);
+void t_dgram_fabric_pktinfo_v4(void);
+void t_dgram_fabric_pktinfo_v6(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -40,7 +40,7 @@ use crate::socket::native::Native;
 use crate::socket::registry::DgramInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
-use crate::sys::net::Msg;
+use crate::sys::net::{local_ifindex, Msg};
 use crate::sys::params::{default_spin_us, dgram_idle_ms, sci_loopback_enabled};
 use crate::sys::task::cpu_contended;
 use core::ffi::c_int;
@@ -151,6 +151,19 @@ impl core::fmt::Display for ImplicitEnds {
 pub(crate) struct Taken {
     pub(crate) got: Received,
     pub(crate) from: Addr,
+    /// The address it was sent to, and whether from this machine: its packet
+    /// information ([`Native::put_pktinfo`]).
+    pub(crate) to: Addr,
+    pub(crate) loopback: bool,
+}
+
+/// The source a datagram to send asks for with `IP_PKTINFO`/`IPV6_PKTINFO`.
+#[derive(Clone, Copy)]
+pub(crate) struct SourceAsk {
+    /// The address (unspecified: any).
+    pub(crate) ip: Ip,
+    /// The interface (0: any).
+    pub(crate) ifindex: i32,
 }
 
 impl Endpoint {
@@ -189,7 +202,7 @@ impl Endpoint {
         &self,
         stack: &Stack,
         own: &OwnSk,
-        dest: (Ip, u16),
+        (dest, source): ((Ip, u16), Option<SourceAsk>),
         msg: Msg,
         len: usize,
     ) -> Option<Result<c_int>> {
@@ -238,6 +251,9 @@ impl Endpoint {
         }
         let o = g.out[i].as_mut()?;
         o.up = true;
+        if source.is_some_and(|ask| !source_allows(own, &plane, &o.conn, ask)) {
+            return None;
+        }
         o.since_ms = now;
         match o.conn.send_datagram(plane.fabric(), msg, len) {
             Ok(Sent::Queued) => {
@@ -371,6 +387,8 @@ impl Endpoint {
                     return Ok(Some(Taken {
                         got,
                         from: conn.peer,
+                        to: conn.local,
+                        loopback: conn.peer_node == plane.fabric().local_node(),
                     }));
                 }
                 Ok(None) => {}
@@ -589,6 +607,22 @@ fn from_peer(conn: &Conn, (ip, port): (Ip, u16)) -> bool {
 }
 
 /// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
+/// Whether a datagram that asks for `ask` may take `conn`: it names the connection's own
+/// source address (or any) and the interface that has that address (or any), as the
+/// packet information of datagrams over SCI names them ([`Native::put_pktinfo`]); any
+/// other source is UDP's to honour.
+fn source_allows(own: &OwnSk, plane: &Plane<'_>, conn: &Conn, ask: SourceAsk) -> bool {
+    let Some((src, _)) = conn.local.ip_port() else {
+        return false;
+    };
+    let src = src.canonical();
+    if !ask.ip.is_unspecified() && ask.ip.canonical() != src {
+        return false;
+    }
+    let loopback = conn.peer_node == plane.fabric().local_node();
+    ask.ifindex == 0 || ask.ifindex == local_ifindex(own.net(), src.octets(), loopback)
+}
+
 /// first) and its slot freed when the peer's state allows.
 fn end(plane: &Plane<'_>, conn: &Arc<Conn>) {
     conn.close(plane.fabric(), false);

@@ -29,13 +29,14 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{
-    int_optval, msg_has_control, put_ioctl_int, put_option, sci_info_bytes, set_msg_flags,
-    set_msg_name, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
+    int_optval, local_ifindex, put_ioctl_int, put_option, sci_info_bytes, send_control,
+    set_msg_flags, set_msg_name, File, Msg, OptVal, SendControl, EPOLLERR, EPOLLIN, EPOLLRDNORM,
+    SIOCINQ,
 };
 use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::sync::atomic::{AtomicBool, Ordering};
-use implicit::{Endpoint, Peeked};
+use implicit::{Endpoint, Peeked, SourceAsk};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -202,20 +203,36 @@ impl SciDgram {
         ])
     }
 
-    /// The destination of a datagram that may take the fabric: sent as given (no control
-    /// messages, no corking, no segmentation, no flag that changes its path), to an
-    /// address UDP would take from this socket (else `None`: UDP sends it, or reports
-    /// the error it finds).
-    fn fabric_destination(&self, native: &Native, msg: Msg) -> Option<(Ip, u16)> {
+    /// The destination of a datagram that may take the fabric, with the source it asks
+    /// for: sent as given (no control message but the packet information, no corking, no
+    /// segmentation, no flag that changes its path), to an address UDP would take from
+    /// this socket (else `None`: UDP sends it, or reports the error it finds).
+    fn fabric_destination(
+        &self,
+        native: &Native,
+        msg: Msg,
+    ) -> Option<((Ip, u16), Option<SourceAsk>)> {
         let odd = bindings::MSG_MORE
             | bindings::MSG_OOB
             | bindings::MSG_CONFIRM
             | bindings::MSG_PROBE
             | bindings::MSG_FASTOPEN
             | bindings::MSG_ZEROCOPY;
-        if msg_flags(msg) & odd != 0 || msg_has_control(msg) || !native.sends_plain() {
+        if msg_flags(msg) & odd != 0 || !native.sends_plain() {
             return None;
         }
+        let source = match send_control(msg) {
+            SendControl::Nothing => None,
+            SendControl::Pktinfo { addr, v4, ifindex } => Some(SourceAsk {
+                ip: if v4 {
+                    Ip::V4([addr[0], addr[1], addr[2], addr[3]])
+                } else {
+                    Ip::V6(addr)
+                },
+                ifindex,
+            }),
+            SendControl::Other => return None,
+        };
         let (ip, port) = match SockAddr::of_msg(msg) {
             Some(addr) => {
                 let family = u32::from(addr.family()?);
@@ -231,7 +248,7 @@ impl SciDgram {
                 (peer.1 != 0).then_some(peer)?
             }
         };
-        (port != 0).then_some((ip, port))
+        (port != 0).then_some(((ip, port), source))
     }
 
     /// `recvmsg` on a socket with implicit connections: a datagram from their rings or
@@ -276,6 +293,13 @@ impl SciDgram {
                     }
                 } else if let Some(t) = ep.recv(&plane, own, msg, len, peek)? {
                     set_msg_name(msg, t.from.as_bytes());
+                    if native.wants_pktinfo() {
+                        if let Some((to, _)) = t.to.ip_port() {
+                            let to = to.canonical();
+                            let ifindex = local_ifindex(own.net(), to.octets(), t.loopback);
+                            native.put_pktinfo(msg, to.octets(), ifindex);
+                        }
+                    }
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);
                     }

@@ -5,6 +5,9 @@
 #include <net/tcp.h>
 #include <net/udp.h>
 #include <linux/ipv6.h>
+#include <linux/inetdevice.h>
+#include <net/addrconf.h>
+#include <net/ipv6.h>
 #include "sock.h"
 
 u64 sci_net_cookie(const struct net *net)
@@ -353,11 +356,17 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 
 bool sci_udp_wants_cmsg(struct sock *sk)
 {
-	if (inet_cmsg_flags(inet_sk(sk)))
+	if (inet_cmsg_flags(inet_sk(sk)) & ~IP_CMSG_PKTINFO)
 		return true;
 #if IS_ENABLED(CONFIG_IPV6)
-	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.all)
-		return true;
+	if (sk->sk_family == AF_INET6) {
+		struct ipv6_pinfo *np = inet6_sk(sk);
+		typeof(np->rxopt) others = { .all = READ_ONCE(np->rxopt.all) };
+
+		others.bits.rxinfo = 0;
+		if (others.all)
+			return true;
+	}
 #endif
 	if (sock_flag(sk, SOCK_RCVTSTAMP) || sock_flag(sk, SOCK_RCVTSTAMPNS) ||
 	    sock_flag(sk, SOCK_RXQ_OVFL) || sock_flag(sk, SOCK_RCVMARK) ||
@@ -385,9 +394,96 @@ bool sci_sk_read_shut(const struct sock *sk)
 	return READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN;
 }
 
-bool sci_msg_has_control(const struct msghdr *msg)
+bool sci_udp_wants_pktinfo(struct sock *sk)
 {
-	return msg->msg_controllen != 0;
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxinfo)
+		return true;
+#endif
+	return inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_PKTINFO;
+}
+
+void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+			 int ifindex)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxinfo) {
+		struct in6_pktinfo info = { .ipi6_ifindex = ifindex };
+
+		if (v4)
+			ipv6_addr_set_v4mapped(*(const __be32 *)addr, &info.ipi6_addr);
+		else
+			memcpy(&info.ipi6_addr, addr, sizeof(info.ipi6_addr));
+		put_cmsg(msg, SOL_IPV6, IPV6_PKTINFO, sizeof(info), &info);
+	}
+#endif
+	if (v4 && (inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_PKTINFO)) {
+		struct in_pktinfo info = { .ipi_ifindex = ifindex };
+
+		memcpy(&info.ipi_addr, addr, sizeof(info.ipi_addr));
+		info.ipi_spec_dst = info.ipi_addr;
+		put_cmsg(msg, SOL_IP, IP_PKTINFO, sizeof(info), &info);
+	}
+}
+
+int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback)
+{
+	struct net_device *dev = NULL;
+	int ifindex = 0;
+
+	if (loopback)
+		return LOOPBACK_IFINDEX;
+	rcu_read_lock();
+	if (v4)
+		dev = __ip_dev_find(net, *(const __be32 *)addr, false);
+#if IS_ENABLED(CONFIG_IPV6)
+	else
+		dev = ipv6_dev_find(net, (const struct in6_addr *)addr, NULL);
+#endif
+	if (dev)
+		ifindex = dev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
+}
+
+int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask)
+{
+	struct cmsghdr *cmsg;
+	int found = 0;
+
+	if (!msg->msg_controllen)
+		return 0;
+	/* The socket layer copied a user's control messages in (____sys_sendmsg). */
+	if (msg->msg_control_is_user)
+		return -1;
+	memset(ask, 0, sizeof(*ask));
+	for_each_cmsghdr(cmsg, msg) {
+		if (!CMSG_OK(msg, cmsg) || found)
+			return -1;
+		if (cmsg->cmsg_level == SOL_IP && cmsg->cmsg_type == IP_PKTINFO &&
+		    cmsg->cmsg_len == CMSG_LEN(sizeof(struct in_pktinfo))) {
+			struct in_pktinfo *info = (struct in_pktinfo *)CMSG_DATA(cmsg);
+
+			memcpy(ask->addr, &info->ipi_spec_dst, 4);
+			ask->v4 = 1;
+			ask->ifindex = info->ipi_ifindex;
+		} else if (cmsg->cmsg_level == SOL_IPV6 && cmsg->cmsg_type == IPV6_PKTINFO &&
+			   cmsg->cmsg_len == CMSG_LEN(sizeof(struct in6_pktinfo))) {
+			struct in6_pktinfo *info = (struct in6_pktinfo *)CMSG_DATA(cmsg);
+
+			if (ipv6_addr_v4mapped(&info->ipi6_addr)) {
+				memcpy(ask->addr, &info->ipi6_addr.s6_addr32[3], 4);
+				ask->v4 = 1;
+			} else {
+				memcpy(ask->addr, &info->ipi6_addr, 16);
+			}
+			ask->ifindex = info->ipi6_ifindex;
+		} else {
+			return -1;
+		}
+		found = 1;
+	}
+	return found;
 }
 
 void sci_msg_set_name(struct msghdr *msg, const void *addr, int len)

@@ -129,12 +129,12 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 
 /*
  * Datagram sockets (socket/dgram/). sci_udp_wants_cmsg: whether UDP sock sk's reader asked
- * for control messages with its datagrams (IP_PKTINFO and the other IP_RECV* options,
- * their IPv6 twins, timestamps, SO_RXQ_OVFL, SO_RCVMARK, SO_PASSSEC, UDP_GRO), which a
- * datagram from an implicit SCI connection cannot carry. sci_udp_sends_plain: whether it
+ * for control messages with its datagrams other than the packet information
+ * (IP_PKTINFO, IPV6_RECVPKTINFO): the other IP_RECV* options, their IPv6 twins,
+ * timestamps, SO_RXQ_OVFL, SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a datagram from an
+ * implicit SCI connection cannot carry. sci_udp_sends_plain: whether it
  * sends each datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not
- * segmented by UDP_SEGMENT). sci_msg_has_control: whether a message to send carries
- * control messages. sci_msg_set_name: a received datagram's source address (when the
+ * segmented by UDP_SEGMENT). sci_msg_set_name: a received datagram's source address (when the
  * caller asked for it). sci_msg_set_flags: adds to a received message's flags.
  */
 bool sci_udp_wants_cmsg(struct sock *sk);
@@ -143,8 +143,33 @@ bool sci_udp_sends_plain(struct sock *sk);
 bool sci_udp_readable(struct sock *sk);
 /* Whether sk was shut for reading (a blocking read returns 0 at once). */
 bool sci_sk_read_shut(const struct sock *sk);
-bool sci_msg_has_control(const struct msghdr *msg);
 void sci_msg_set_name(struct msghdr *msg, const void *addr, int len);
 void sci_msg_set_flags(struct msghdr *msg, int flags);
+
+/*
+ * Packet information for datagrams over SCI, as UDP gives and takes it.
+ * sci_udp_wants_pktinfo: whether UDP sock sk's reader asked for it (IP_PKTINFO,
+ * IPV6_RECVPKTINFO). sci_udp_put_pktinfo: the control messages UDP sock sk's reader asked for
+ * (IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order) for a datagram addressed to
+ * addr (4 bytes when v4, else 16) and received on interface ifindex; the address is also
+ * the one a reply is sent from (ipi_spec_dst), as for any unicast datagram.
+ * sci_local_ifindex: the interface UDP names for a datagram to local address addr of net:
+ * loopback when the sender is on this machine (its datagrams come in through lo), else
+ * the device that has the address (0 if none has it now).
+ * sci_msg_pktinfo: the source a message to send asks for: 0 when it carries no control
+ * message, 1 when it carries only one IP_PKTINFO (ipi_spec_dst) or IPV6_PKTINFO
+ * (ipi6_addr; an IPv4-mapped one as IPv4) and *ask is filled in, -1 for anything else.
+ */
+struct sci_pktinfo {
+	__u8 addr[16];		/* IPv4 in the first 4 bytes; all zero: any */
+	__u8 v4;
+	int ifindex;		/* 0: any */
+};
+
+bool sci_udp_wants_pktinfo(struct sock *sk);
+void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+			 int ifindex);
+int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback);
+int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask);
 
 #endif /* AF_SCI_SYS_SOCK_H */
