@@ -29,29 +29,7 @@ import struct
 import sys
 import time
 
-SOL_SCI, SCI_INFO = 300, 1
-
-
-def mode_of(sock):
-    """The socket's SCI_INFO mode ("sci", "native"), or "udp" for a plain socket."""
-    try:
-        mode = struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))[0]
-    except OSError:
-        return "udp"
-    return {0: "native", 1: "sci"}.get(mode, str(mode))
-
-
-def counters(sock):
-    """The fdinfo "sci-datagrams:" counters of the socket ({} for a plain socket)."""
-    try:
-        with open(f"/proc/self/fdinfo/{sock.fileno()}") as f:
-            for line in f:
-                if line.startswith("sci-datagrams:"):
-                    words = line.split()[1:]
-                    return {k: int(v) for k, v in zip(words[::2], words[1::2])}
-    except OSError:
-        pass
-    return {}
+from sci_dgram_socket import counters, mode_of
 
 
 def payload(i):

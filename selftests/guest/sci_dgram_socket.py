@@ -1,0 +1,29 @@
+"""What a datagram socket of a test program says of its path: its SCI_INFO mode and its
+fdinfo counters of datagrams over SCI (for the UDP test clients of selftests/guest, run
+under `SCI_DGRAM=1 sci-run`, whose sockets are then AF_SCI datagram sockets)."""
+
+import struct
+
+SOL_SCI, SCI_INFO = 300, 1
+
+
+def mode_of(sock):
+    """The socket's SCI_INFO mode ("sci", "native"), or "udp" for a plain socket."""
+    try:
+        mode = struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))[0]
+    except OSError:
+        return "udp"
+    return {0: "native", 1: "sci"}.get(mode, str(mode))
+
+
+def counters(sock):
+    """The fdinfo "sci-datagrams:" counters of the socket ({} for a plain socket)."""
+    try:
+        with open(f"/proc/self/fdinfo/{sock.fileno()}") as f:
+            for line in f:
+                if line.startswith("sci-datagrams:"):
+                    words = line.split()[1:]
+                    return {k: int(v) for k, v in zip(words[::2], words[1::2])}
+    except OSError:
+        pass
+    return {}
