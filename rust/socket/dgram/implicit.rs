@@ -606,7 +606,6 @@ fn from_peer(conn: &Conn, (ip, port): (Ip, u16)) -> bool {
         .is_some_and(|(i, p)| p == port && i.canonical() == ip.canonical())
 }
 
-/// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
 /// Whether a datagram that asks for `ask` may take `conn`: it names the connection's own
 /// source address (or any) and the interface that has that address (or any), as the
 /// packet information of datagrams over SCI names them ([`Native::put_pktinfo`]); any
@@ -623,6 +622,7 @@ fn source_allows(own: &OwnSk, plane: &Plane<'_>, conn: &Conn, ask: SourceAsk) ->
     ask.ifindex == 0 || ask.ifindex == local_ifindex(own.net(), src.octets(), loopback)
 }
 
+/// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
 /// first) and its slot freed when the peer's state allows.
 fn end(plane: &Plane<'_>, conn: &Arc<Conn>) {
     conn.close(plane.fabric(), false);

@@ -132,10 +132,10 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
  * for control messages with its datagrams other than the packet information
  * (IP_PKTINFO, IPV6_RECVPKTINFO): the other IP_RECV* options, their IPv6 twins,
  * timestamps, SO_RXQ_OVFL, SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a datagram from an
- * implicit SCI connection cannot carry. sci_udp_sends_plain: whether it
- * sends each datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not
- * segmented by UDP_SEGMENT). sci_msg_set_name: a received datagram's source address (when the
- * caller asked for it). sci_msg_set_flags: adds to a received message's flags.
+ * implicit SCI connection cannot carry. sci_udp_sends_plain: whether it sends each
+ * datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not segmented by
+ * UDP_SEGMENT). sci_msg_set_name: a received datagram's source address (when the caller
+ * asked for it). sci_msg_set_flags: adds to a received message's flags.
  */
 bool sci_udp_wants_cmsg(struct sock *sk);
 bool sci_udp_sends_plain(struct sock *sk);
@@ -149,8 +149,8 @@ void sci_msg_set_flags(struct msghdr *msg, int flags);
 /*
  * Packet information for datagrams over SCI, as UDP gives and takes it.
  * sci_udp_wants_pktinfo: whether UDP sock sk's reader asked for it (IP_PKTINFO,
- * IPV6_RECVPKTINFO). sci_udp_put_pktinfo: the control messages UDP sock sk's reader asked for
- * (IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order) for a datagram addressed to
+ * IPV6_RECVPKTINFO). sci_udp_put_pktinfo: the control messages UDP sock sk's reader asked
+ * for (IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order) for a datagram addressed to
  * addr (4 bytes when v4, else 16) and received on interface ifindex; the address is also
  * the one a reply is sent from (ipi_spec_dst), as for any unicast datagram.
  * sci_local_ifindex: the interface UDP names for a datagram to local address addr of net:
