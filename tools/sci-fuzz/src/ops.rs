@@ -849,7 +849,7 @@ impl<'a> Fuzzer<'a> {
             _ => {
                 let mut b = Vec::new();
                 for _ in 0..self.rng.range(1, 2) {
-                    let (level, ty, data): (i32, i32, Vec<u8>) = match self.rng.below(11) {
+                    let (level, ty, data): (i32, i32, Vec<u8>) = match self.rng.below(13) {
                         0 => {
                             // SCM_RIGHTS: our memfd and a socket
                             let mut d = self.memfd.to_ne_bytes().to_vec();
@@ -902,6 +902,29 @@ impl<'a> Fuzzer<'a> {
                             self.rng.below(5) as i32,
                             self.rng.next_u32().to_ne_bytes().to_vec(),
                         ),
+                        10 => {
+                            // IP_PKTINFO: ifindex, then the source asked for (ipi_spec_dst:
+                            // loopback, any or garbage), then ipi_addr
+                            let mut d = (self.rng.below(4) as i32).to_ne_bytes().to_vec();
+                            let garbage = self.rng.next_u32();
+                            let src = self.rng.pick(&[0x7f00_0001, 0, garbage]);
+                            d.extend_from_slice(&src.to_be_bytes());
+                            d.extend_from_slice(&self.rng.next_u32().to_ne_bytes());
+                            (libc::IPPROTO_IP, libc::IP_PKTINFO, d)
+                        }
+                        11 => {
+                            // IPV6_PKTINFO: the source asked for (::1, IPv4-mapped
+                            // loopback or any), then the interface
+                            let mut d = [0u8; 16];
+                            match self.rng.below(3) {
+                                0 => d[15] = 1,
+                                1 => d[10..].copy_from_slice(&[0xff, 0xff, 127, 0, 0, 1]),
+                                _ => {}
+                            }
+                            let mut d = d.to_vec();
+                            d.extend_from_slice(&(self.rng.below(4) as i32).to_ne_bytes());
+                            (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, d)
+                        }
                         _ => (
                             self.rng.next_u32() as i32,
                             self.rng.next_u32() as i32,
