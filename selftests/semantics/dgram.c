@@ -1361,6 +1361,59 @@ static void fabric_pktinfo(int af)
 void t_dgram_fabric_pktinfo_v4(void) { fabric_pktinfo(AF_INET); }
 void t_dgram_fabric_pktinfo_v6(void) { fabric_pktinfo(AF_INET6); }
 
+/*
+ * IPv4 datagrams to a dual-stack IPv6 socket that asks for both IPV6_RECVPKTINFO and
+ * IP_PKTINFO: UDP gives both (IPV6_PKTINFO with the IPv4-mapped address, then
+ * IP_PKTINFO); over SCI every datagram's control messages are, byte for byte, what UDP
+ * gave with the first, which went over UDP.
+ */
+void t_dgram_fabric_pktinfo_mapped(void)
+{
+	enum { N = 20 };
+	struct sockaddr_storage ss, to;
+	struct sockaddr_in6 *any = (struct sockaddr_in6 *)&ss;
+	char ref[256], cbuf[256], buf[64];
+	size_t reflen;
+	struct msghdr mh;
+	long got0 = 0;
+	int six = ut_dgram(AF_INET6), four = ut_dgram(AF_INET), i;
+
+	memset(&ss, 0, sizeof(ss));
+	any->sin6_family = AF_INET6;
+	any->sin6_addr = in6addr_any;
+	setint(six, IPPROTO_IPV6, IPV6_V6ONLY, 0);
+	setint(six, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	setint(six, IPPROTO_IP, IP_PKTINFO, 1);
+	SYS(bind(six, (struct sockaddr *)&ss, sizeof(*any)));
+	mkaddr(AF_INET, local_port(six), &to);
+	send_to(four, "first", 5, &to);
+	/* (Zeroed: the kernel leaves a message's alignment padding as it finds it.) */
+	memset(ref, 0, sizeof(ref));
+	EXPECT_EQ(recv_cmsg(six, &mh, ref, sizeof(ref)), 5);
+	reflen = mh.msg_controllen;
+	CHECK(find_cmsg(&mh, IPPROTO_IPV6, IPV6_PKTINFO) && find_cmsg(&mh, IPPROTO_IP, IP_PKTINFO),
+	      "UDP did not give both IPV6_PKTINFO and IP_PKTINFO (%zu bytes of control)", reflen);
+	await_fabric(six, four, &to);
+	if (sci_path_expected())
+		got0 = fdinfo_field(six, "sci-datagrams", "received");
+	for (i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "datagram %d", i);
+		send_to(four, buf, strlen(buf), &to);
+		memset(cbuf, 0, sizeof(cbuf));
+		EXPECT_EQ(recv_cmsg(six, &mh, cbuf, sizeof(cbuf)), (ssize_t)strlen(buf));
+		CHECK(mh.msg_controllen == reflen && !memcmp(cbuf, ref, reflen),
+		      "datagram %d: %zu bytes of control messages that differ from UDP's %zu", i,
+		      (size_t)mh.msg_controllen, reflen);
+	}
+	if (sci_path_expected()) {
+		long got = fdinfo_field(six, "sci-datagrams", "received") - got0;
+
+		CHECK(got == N, "%ld of %d datagrams came over SCI", got, N);
+	}
+	close(six);
+	close(four);
+}
+
 /* Reads (and with `set`, first writes) the module parameter dgram_idle_ms; -1 if absent. */
 static long idle_param(long set)
 {

@@ -139,6 +139,7 @@ static const struct test tests[] = {
 	{ "splice_faulted_pipe_write", t_splice_faulted_write, 0, false },
 	{ "dgram_fabric_pktinfo_v4", t_dgram_fabric_pktinfo_v4, 0, false },
 	{ "dgram_fabric_pktinfo_v6", t_dgram_fabric_pktinfo_v6, 0, false },
+	{ "dgram_fabric_pktinfo_mapped", t_dgram_fabric_pktinfo_mapped, 0, false },
 	/* TABLE-END */
 };
 
