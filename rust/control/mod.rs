@@ -214,6 +214,11 @@ impl Plane<'_> {
         self.fabric
     }
 
+    /// Whether `conn`'s peer end is on this node.
+    pub(crate) fn within_node(&self, conn: &Conn) -> bool {
+        conn.peer_node == self.fabric.local_node()
+    }
+
     /// The connection in `slot` (a doorbell channel).
     pub(crate) fn conn(&self, slot: u32) -> Option<Arc<Conn>> {
         self.table.conn(slot)
@@ -299,7 +304,7 @@ impl Plane<'_> {
     ///   must find this end, closed, rather than nothing, and a late store must not land
     ///   in a new connection's memory.
     pub(crate) fn free_conn(&self, conn: &Conn) {
-        let release = if conn.peer_node == self.fabric.local_node() {
+        let release = if self.within_node(conn) {
             Release::Now
         } else {
             conn.release()

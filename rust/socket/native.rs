@@ -13,7 +13,7 @@ use crate::config::rules::{self, Ip};
 use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
-use crate::sys::net::{File, Msg, OptVal};
+use crate::sys::net::{c_addr, File, Msg, OptVal};
 use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
@@ -457,12 +457,10 @@ impl Native {
     /// reader asked for, as UDP would give it: addressed to `to` (4 bytes: IPv4, else 16),
     /// which is also the address a reply goes from, received on interface `ifindex`.
     pub(crate) fn put_pktinfo(&self, msg: Msg, to: &[u8], ifindex: i32) {
-        let mut a = [0u8; 16];
-        let n = to.len().min(16);
-        a[..n].copy_from_slice(&to[..n]);
+        let (a, v4) = c_addr(to);
         // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
         // and lives across the call; `put_cmsg` checks the caller's room.
-        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), n == 4, ifindex) }
+        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), v4, ifindex) }
     }
 
     /// A UDP socket that sends each datagram as given (not corked, not segmenting).

@@ -112,12 +112,19 @@ pub(crate) fn send_control(msg: Msg) -> SendControl {
 /// address `addr` (4 bytes: IPv4, else 16) of namespace `net`: loopback when the sender is
 /// on this machine (`loopback`), else the device that has the address (0 when none has it).
 pub(crate) fn local_ifindex(net: *mut bindings::net, addr: &[u8], loopback: bool) -> i32 {
+    let (a, v4) = c_addr(addr);
+    // SAFETY: `net` is the namespace of a live socket; `a` holds 16 bytes and lives across
+    // the call.
+    unsafe { bindings::sci_local_ifindex(net, a.as_ptr(), v4, loopback) }
+}
+
+/// An address (4 bytes: IPv4, else 16) as the C helpers take it: 16 bytes with IPv4 in the
+/// first 4, and whether it is IPv4.
+pub(crate) fn c_addr(addr: &[u8]) -> ([u8; 16], bool) {
     let mut a = [0u8; 16];
     let n = addr.len().min(16);
     a[..n].copy_from_slice(&addr[..n]);
-    // SAFETY: `net` is the namespace of a live socket; `a` holds 16 bytes and lives across
-    // the call.
-    unsafe { bindings::sci_local_ifindex(net, a.as_ptr(), n == 4, loopback) }
+    (a, n == 4)
 }
 
 /// Gives a received datagram's source address (`addr`, a `sockaddr_in`/`sockaddr_in6`)

@@ -388,7 +388,7 @@ impl Endpoint {
                         got,
                         from: conn.peer,
                         to: conn.local,
-                        loopback: conn.peer_node == plane.fabric().local_node(),
+                        loopback: plane.within_node(conn),
                     }));
                 }
                 Ok(None) => {}
@@ -618,8 +618,8 @@ fn source_allows(own: &OwnSk, plane: &Plane<'_>, conn: &Conn, ask: SourceAsk) ->
     if !ask.ip.is_unspecified() && ask.ip.canonical() != src {
         return false;
     }
-    let loopback = conn.peer_node == plane.fabric().local_node();
-    ask.ifindex == 0 || ask.ifindex == local_ifindex(own.net(), src.octets(), loopback)
+    ask.ifindex == 0
+        || ask.ifindex == local_ifindex(own.net(), src.octets(), plane.within_node(conn))
 }
 
 /// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
