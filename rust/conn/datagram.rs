@@ -3,10 +3,12 @@
 //! Datagrams on an implicit connection (seed §5.1.7): one record per datagram in the
 //! byte queue (`proto/record.rs`), written whole or not at all, read whole.
 //!
-//! A sender never waits: a datagram that finds no room in the peer's ring is dropped and
-//! counted, as UDP drops one that finds the receiver's buffer full. A receiver takes
-//! records from its ring beside its native UDP socket; the socket layer merges the two
-//! and waits for either (`socket/dgram/`).
+//! A sender never waits: a datagram that finds no room in the peer's ring, or finds the
+//! receiver's budget (its `SO_RCVBUF`) full, is dropped and counted, as UDP drops one that
+//! finds the receiver's buffer full, and the count reaches the receiver, which adds it to
+//! its socket's drops (`SO_RXQ_OVFL`). A receiver takes records from its ring beside its
+//! native UDP socket; the socket layer merges the two and waits for either
+//! (`socket/dgram/`).
 
 use super::{proto_err, transfer::consume, Conn, Inner};
 use crate::fabric::memory::{msg_iter, with_kvec_iter};
@@ -72,7 +74,8 @@ impl Conn {
         {
             return Ok(Sent::Gone);
         }
-        let Some(spans) = tx.reserve(size).map_err(proto_err)? else {
+        let Some(spans) = tx.reserve_within_budget(size).map_err(proto_err)? else {
+            tx.count_drop();
             return Ok(Sent::Dropped);
         };
         let at = record::place(spans, len);
@@ -174,6 +177,25 @@ impl Conn {
             copied,
             len: rec.payload,
         }))
+    }
+
+    /// The datagrams the peer dropped for want of room since the last call, once this
+    /// end's ring is read empty (0 before: see [`Consumer::drops_when_empty`]).
+    ///
+    /// [`Consumer::drops_when_empty`]: crate::proto::queue::Consumer::drops_when_empty
+    pub(crate) fn datagram_drops(&self) -> u32 {
+        let mut g = self.inner.lock();
+        // A broken ring reports none: the next read finds the error and ends it.
+        g.rx.as_mut()
+            .map_or(0, |rx| rx.drops_when_empty().unwrap_or(0))
+    }
+
+    /// Lets the peer queue at most `bytes` of datagrams in this end's ring (the receiving
+    /// socket's `SO_RCVBUF`), as UDP bounds what waits by it.
+    pub(crate) fn set_datagram_budget(&self, bytes: u32) {
+        if let Some(rx) = self.inner.lock().rx.as_mut() {
+            rx.set_budget(bytes);
+        }
     }
 
     /// The length of the datagram at the head of this end's ring (`FIONREAD`), if any.

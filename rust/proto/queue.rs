@@ -13,9 +13,9 @@ use super::cursor::{
 };
 use super::error::ProtocolError;
 use super::ring::{
-    self, RingGeometry, Spans, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, QUEUE_MAGIC, QUEUE_VERSION,
-    RX_DATA, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR, RX_PROD_FLAGS, RX_RING_SIZE, RX_START,
-    RX_VERSION,
+    self, RingGeometry, Spans, CREDIT_BUDGET, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, QUEUE_MAGIC,
+    QUEUE_VERSION, RX_DATA, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR, RX_PROD_DROPS, RX_PROD_FLAGS,
+    RX_RING_SIZE, RX_START, RX_VERSION,
 };
 use super::segment::Segment;
 
@@ -47,6 +47,21 @@ const fn at(base: usize, field: usize) -> usize {
     base.saturating_add(field)
 }
 
+/// A budget or drop word (`ring.rs`): `value` tagged with the queue's generation.
+const fn tagged(generation: u32, value: u32) -> u64 {
+    (generation as u64) << 32 | value as u64
+}
+
+/// The value of a budget or drop word, or `None` when its tag is not `generation` (a
+/// peer that never stored one, a stale store of an older connection, or a forged one).
+const fn untagged(word: u64, generation: u32) -> Option<u32> {
+    if (word >> 32) as u32 == generation {
+        Some((word & 0xffff_ffff) as u32)
+    } else {
+        None
+    }
+}
+
 /// The producer cursor the peer last published in the receive area at `ring_base`, read
 /// without the consumer (a doorbell's look, in atomic context). Nothing of it is trusted
 /// but whether it changed: the consumer checks it before it reads a byte.
@@ -75,6 +90,7 @@ pub(crate) fn init_rx_area<S: Segment>(
         bits: 0,
     };
     seg.store_u64(at(base, RX_PROD_FLAGS), flags.pack());
+    seg.store_u64(at(base, RX_PROD_DROPS), 0);
     Ok(())
 }
 
@@ -125,6 +141,7 @@ pub(crate) fn init_credit_area<S: Segment>(
         bits: 0,
     };
     seg.store_u64(at(base, CREDIT_CONS_FLAGS), flags.pack());
+    seg.store_u64(at(base, CREDIT_BUDGET), 0);
     Ok(())
 }
 
@@ -201,6 +218,8 @@ pub(crate) struct Producer<R: Segment, L: Segment> {
     peer: PeerReaderState,
     /// One doorbell per reader wait request.
     latch: NotifyLatch,
+    /// Datagrams dropped at a full ring (or over the reader's budget), as last stored.
+    drops: u32,
     /// First protocol error seen, latched.
     error: Option<ProtocolError>,
 }
@@ -235,6 +254,7 @@ impl<R: Segment, L: Segment> Producer<R, L> {
             },
             peer: PeerReaderState::default(),
             latch: NotifyLatch::default(),
+            drops: 0,
             error: None,
         })
     }
@@ -340,6 +360,44 @@ impl<R: Segment, L: Segment> Producer<R, L> {
             return Ok(None);
         }
         Ok(Some(self.spans_at_staged(want)))
+    }
+
+    /// [`reserve`](Self::reserve) for a datagram record: `None` also when the bytes
+    /// waiting in the ring exceed the reader's budget ([`Consumer::set_budget`]). UDP's
+    /// rule for its receive buffer: a datagram is taken while what waits is within the
+    /// budget, so a tiny budget still takes one. What waits is known by the consumer
+    /// cursor, which the reader publishes at least every quarter of its budget and when
+    /// it has read everything.
+    pub(crate) fn reserve_within_budget(
+        &mut self,
+        len: usize,
+    ) -> Result<Option<Spans>, ProtocolError> {
+        self.check()?;
+        let word = self.credit.load_u64(at(self.credit_base, CREDIT_BUDGET));
+        if let Some(budget) = untagged(word, self.params.generation).filter(|&b| b != 0) {
+            let budget = u64::from(budget);
+            if self.unconsumed() > budget && {
+                self.refresh()?;
+                self.unconsumed() > budget
+            } {
+                return Ok(None);
+            }
+        }
+        self.reserve(len)
+    }
+
+    /// Counts a datagram that found no room and tells the reader the running count
+    /// ([`Consumer::drops_when_empty`]); the store is ordered after every record
+    /// published before the drop.
+    pub(crate) fn count_drop(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.drops = self.drops.wrapping_add(1);
+        self.ring.store_u64(
+            at(self.ring_base, RX_PROD_DROPS),
+            tagged(self.params.generation, self.drops),
+        );
     }
 
     /// Marks `n` more bytes (copied into the spans last returned) as written,
@@ -525,6 +583,10 @@ pub(crate) struct Consumer<L: Segment, R: Segment> {
     params: QueueParams,
     /// Consumer-update threshold in bytes (1..=ring size).
     threshold: u64,
+    /// The threshold asked for at creation (a budget lowers `threshold` below it).
+    lazy_threshold: u64,
+    /// The producer's drop count as last taken ([`Consumer::drops_when_empty`]).
+    drops_seen: u32,
     /// Cursor up to which bytes were consumed locally.
     consumed: u64,
     /// Consumer cursor last stored to the peer.
@@ -581,6 +643,8 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
             credit_base,
             params,
             threshold: threshold.clamp(1, params.geometry.size()),
+            lazy_threshold: threshold.clamp(1, params.geometry.size()),
+            drops_seen: 0,
             consumed: params.start,
             published: params.start,
             prod_seen: params.start,
@@ -822,6 +886,45 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         let w = self.load_peer_flags();
         self.latch_peer(w);
         self.peer
+    }
+
+    /// Sets the bytes the writer may let wait in the ring (a datagram receiver's
+    /// `SO_RCVBUF`; 0: the whole ring) and publishes the consumer cursor at least every
+    /// quarter of it, so that the writer's view of what waits stays close.
+    pub(crate) fn set_budget(&mut self, bytes: u32) {
+        self.threshold = match u64::from(bytes) {
+            0 => self.lazy_threshold,
+            b => self.lazy_threshold.min((b / 4).max(1)),
+        };
+        if self.error.is_none() && !self.frozen {
+            self.credit.store_u64(
+                at(self.credit_base, CREDIT_BUDGET),
+                tagged(self.params.generation, bytes),
+            );
+        }
+    }
+
+    /// The datagrams the writer dropped ([`Producer::count_drop`]) since the last call,
+    /// taken only when the ring is empty (0 while it holds records: read them first).
+    /// The count is loaded before the ring is looked at, and the writer stores it after
+    /// the records it published before the drops: so the ring found empty held them all,
+    /// every drop taken here came before every record still to come, and a datagram never
+    /// reports (`SO_RXQ_OVFL`) a drop that came after it. A count the writer never
+    /// stored, or one of another connection, is no drop.
+    pub(crate) fn drops_when_empty(&mut self) -> Result<u32, ProtocolError> {
+        if self.frozen {
+            return Ok(0);
+        }
+        let word = self.ring.load_u64(at(self.ring_base, RX_PROD_DROPS));
+        if self.refresh()? > 0 {
+            return Ok(0);
+        }
+        let Some(count) = untagged(word, self.params.generation) else {
+            return Ok(0);
+        };
+        let new = count.wrapping_sub(self.drops_seen);
+        self.drops_seen = count;
+        Ok(new)
     }
 
     /// The peer writer's state for a reader that found the ring empty, or `None`

@@ -11,16 +11,18 @@
 //! 0x08 payload, then 0..=7 bytes of padding
 //! ```
 //!
-//! A writer puts a record whole or not at all (a [`Producer::reserve`] of its
-//! [`size`]): a datagram that finds no room is dropped, as UDP drops one that finds the
-//! receive buffer full, and the writer never waits. A reader takes a record whole (the
-//! part of a payload beyond the reader's buffer is discarded: `MSG_TRUNC`) or, with
-//! `MSG_PEEK`, leaves it. The complement tells a header from whatever a bad peer left at
-//! the cursor; a header that fails it, names a payload longer than [`MAX_PAYLOAD`] or a
-//! record longer than the bytes published is a protocol error ([`parse`]), which aborts
-//! the connection as any other.
+//! A writer puts a record whole or not at all (a [`Producer::reserve_within_budget`] of
+//! its [`size`]): a datagram that finds no room, or finds the reader's budget (its
+//! `SO_RCVBUF`) used up, is dropped, as UDP drops one that finds the receive buffer full,
+//! and counted for the reader ([`Producer::count_drop`]); the writer never waits. A
+//! reader takes a record whole (the part of a payload beyond the reader's buffer is
+//! discarded: `MSG_TRUNC`) or, with `MSG_PEEK`, leaves it. The complement tells a header
+//! from whatever a bad peer left at the cursor; a header that fails it, names a payload
+//! longer than [`MAX_PAYLOAD`] or a record longer than the bytes published is a protocol
+//! error ([`parse`]), which aborts the connection as any other.
 //!
-//! [`Producer::reserve`]: super::queue::Producer::reserve
+//! [`Producer::reserve_within_budget`]: super::queue::Producer::reserve_within_budget
+//! [`Producer::count_drop`]: super::queue::Producer::count_drop
 
 use super::error::ProtocolError;
 use super::ring::Spans;

@@ -9,13 +9,19 @@
 //! receive area, in the RECEIVER's segment           credit area, in the SENDER's segment
 //! 0x00 u32 magic "SCIQ"   ┐ line 0: written once     0x00 u64 consumer cursor ┐ line 0: written by
 //! 0x04 u32 version        │ by the receiver at       0x08 u64 consumer flags  │ the receiver
-//! 0x08 u64 ring size      │ creation, never again    0x10 .. 0x40 reserved    ┘ (remote stores)
-//! 0x10 u64 generation     │
+//! 0x08 u64 ring size      │ creation, never again    0x10 u64 budget          │ (remote stores)
+//! 0x10 u64 generation     │                          0x18 .. 0x40 reserved    ┘
 //! 0x18 u64 start cursor   ┘
 //! 0x40 u64 producer cursor ┐ line 1: written by the sender (remote stores)
-//! 0x48 u64 producer flags  ┘
+//! 0x48 u64 producer flags  │
+//! 0x50 u64 drops           ┘
 //! 0x80 ring data, ring size bytes (written by the sender)
 //! ```
+//!
+//! The budget and drop words serve datagram queues (`record.rs`) and came after the
+//! first layout: each is `generation << 32 | value`, zero until its writer stores one,
+//! so a peer that knows neither leaves them zero and the queue works as before (no
+//! budget, no drops reported).
 
 use super::error::ProtocolError;
 
@@ -53,6 +59,9 @@ pub(crate) const RX_START: usize = 0x18;
 pub(crate) const RX_PROD_CURSOR: usize = 0x40;
 /// Receive area: u64 producer flag word (sender's line), see [`FlagWord`](super::cursor::FlagWord).
 pub(crate) const RX_PROD_FLAGS: usize = 0x48;
+/// Receive area: u64 datagrams the sender dropped at a full ring, a running count
+/// (sender's line; `generation << 32 | count`).
+pub(crate) const RX_PROD_DROPS: usize = 0x50;
 /// Receive area: first byte of the ring data (128-aligned, like SCI's stream buffers).
 pub(crate) const RX_DATA: usize = 0x80;
 
@@ -60,6 +69,9 @@ pub(crate) const RX_DATA: usize = 0x80;
 pub(crate) const CREDIT_CONS_CURSOR: usize = 0x00;
 /// Credit area: u64 consumer flag word (receiver's line).
 pub(crate) const CREDIT_CONS_FLAGS: usize = 0x08;
+/// Credit area: u64 the bytes the reader lets wait in the ring, a datagram receiver's
+/// `SO_RCVBUF` (receiver's line; `generation << 32 | bytes`, 0 bytes: the whole ring).
+pub(crate) const CREDIT_BUDGET: usize = 0x10;
 /// Size of a credit area.
 pub(crate) const CREDIT_AREA_SIZE: usize = CACHE_LINE;
 

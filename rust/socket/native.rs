@@ -5,7 +5,8 @@
 //! talks to plain TCP (UDP) peers and carries the bytes of a connection that is not (or no
 //! longer) on the SCI data path.
 //!
-//! This is a thin wrapper: each method forwards to the native socket's own `proto_ops`,
+//! This is a thin wrapper: each method forwards to the native socket's own `proto_ops`
+//! (what only a UDP socket is asked is in `native_udp.rs`),
 //! and the native socket's wake-up callbacks are forwarded to the owning `AF_SCI`
 //! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
 
@@ -13,7 +14,7 @@ use crate::config::rules::{self, Ip};
 use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
-use crate::sys::net::{c_addr, File, Msg, OptVal};
+use crate::sys::net::{File, Msg, OptVal};
 use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
@@ -389,7 +390,8 @@ impl Native {
         unsafe { &*(*self.0.as_ptr()).ops }
     }
 
-    fn sk(&self) -> *mut bindings::sock {
+    /// The native socket's `struct sock` (also for the UDP side, `native_udp.rs`).
+    pub(super) fn sk(&self) -> *mut bindings::sock {
         // SAFETY: a live, created socket always has its `sk` (invariant).
         unsafe { (*self.0.as_ptr()).sk }
     }
@@ -437,42 +439,6 @@ impl Native {
         // SAFETY: `sk` is live; the helper only reads it (lockless, as a diag dump does).
         unsafe { bindings::sci_sock_queues(self.sk(), &mut recv_q, &mut send_q) };
         (recv_q, send_q)
-    }
-
-    /// A UDP socket whose reader asked for control messages (`IP_PKTINFO`, timestamps,
-    /// ...): datagrams from an implicit SCI connection carry none, so it takes none.
-    pub(crate) fn wants_cmsg(&self) -> bool {
-        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
-        unsafe { bindings::sci_udp_wants_cmsg(self.sk()) }
-    }
-
-    /// A UDP socket whose reader asked for the packet information of its datagrams
-    /// (`IP_PKTINFO`, `IPV6_RECVPKTINFO`).
-    pub(crate) fn wants_pktinfo(&self) -> bool {
-        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
-        unsafe { bindings::sci_udp_wants_pktinfo(self.sk()) }
-    }
-
-    /// Adds to a datagram received over SCI the packet information this UDP socket's
-    /// reader asked for, as UDP would give it: addressed to `to` (4 bytes: IPv4, else 16),
-    /// which is also the address a reply goes from, received on interface `ifindex`.
-    pub(crate) fn put_pktinfo(&self, msg: Msg, to: &[u8], ifindex: i32) {
-        let (a, v4) = c_addr(to);
-        // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
-        // and lives across the call; `put_cmsg` checks the caller's room.
-        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), v4, ifindex) }
-    }
-
-    /// A UDP socket that sends each datagram as given (not corked, not segmenting).
-    pub(crate) fn sends_plain(&self) -> bool {
-        // SAFETY: `sk` is live; the helper reads option bits and the pending word.
-        unsafe { bindings::sci_udp_sends_plain(self.sk()) }
-    }
-
-    /// A UDP socket that a read finds something in now (a datagram, or an error).
-    pub(crate) fn readable(&self) -> bool {
-        // SAFETY: `sk` is live; the helper reads queue heads locklessly, as poll does.
-        unsafe { bindings::sci_udp_readable(self.sk()) }
     }
 
     /// Whether the socket was shut for reading (`SHUT_RD`).

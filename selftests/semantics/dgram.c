@@ -1505,3 +1505,76 @@ void t_sci_dgram_opt_out(void)
 	close(a);
 	close(b);
 }
+
+/*
+ * SO_RCVBUF and SO_RXQ_OVFL on the SCI path, both set once the implicit connection is
+ * up (the connection stays: a datagram over SCI carries the drop count): a burst that
+ * does not fit in the receive buffer is dropped at the sender, none of the datagrams
+ * that wait reports a drop (they came before the drops), and the next one reports every
+ * drop, as t_dgram_rcvbuf_drops checks over UDP.
+ */
+void t_dgram_fabric_rcvbuf_drops(void)
+{
+	enum { N = 64, SIZE = 1000 };
+	struct sockaddr_storage aa, ba;
+	char cbuf[256], buf[SIZE];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	long sent0 = 0, dropped0 = 0;
+	uint32_t drops = 0;
+	int a, b, i, got = 0, rcvbuf;
+	socklen_t len = sizeof(rcvbuf);
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(b, a, &ba);
+	setint(b, SOL_SOCKET, SO_RCVBUF, 4096);
+	setint(b, SOL_SOCKET, SO_RXQ_OVFL, 1);
+	CHECK(!getsockopt(b, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &len), "SO_RCVBUF: %s",
+	      ename(errno));
+	if (sci_path_expected()) {
+		EXPECT_EQ(sci_mode_of(b), SCI_MODE_SCI);
+		sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+		dropped0 = fdinfo_field(a, "sci-datagrams", "dropped");
+	}
+	memset(buf, 'r', sizeof(buf));
+	for (i = 0; i < N; i++)
+		send_to(a, buf, SIZE, &ba);
+	for (;;) {
+		ssize_t n;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = &(struct iovec){ buf, sizeof(buf) };
+		mh.msg_iovlen = 1;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		n = recvmsg(b, &mh, MSG_DONTWAIT);
+		if (n < 0)
+			break;
+		EXPECT_EQ(n, SIZE);
+		CHECK(!find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL),
+		      "datagram %d, queued before any drop, reports drops", got);
+		got++;
+	}
+	CHECK(errno == EAGAIN, "recv: %s", ename(errno));
+	/* UDP takes a datagram while what waits is within the buffer: */
+	CHECK(got > 0 && got <= rcvbuf / SIZE + 1,
+	      "received %d of %d datagrams through a %d-byte buffer", got, N, rcvbuf);
+	if (sci_path_expected()) {
+		long sent = fdinfo_field(a, "sci-datagrams", "sent") - sent0;
+		long dropped = fdinfo_field(a, "sci-datagrams", "dropped") - dropped0;
+
+		CHECK(sent == got && dropped == N - got,
+		      "over SCI: %ld sent, %ld dropped, %d received of %d", sent, dropped, got, N);
+	}
+	send_to(a, "next", 4, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
+	CHECK(c, "no SO_RXQ_OVFL control message after %d drops", N - got);
+	memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+	EXPECT_EQ(drops, N - got);
+	if (sci_path_expected())
+		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent") - sent0, got + 1);
+	close(a);
+	close(b);
+}

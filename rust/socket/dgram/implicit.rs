@@ -12,7 +12,9 @@
 //!   goes over UDP and mails a connect request with the datagram flag; datagrams sent
 //!   meanwhile go over UDP too (none waits). Once the peer's node answered, the next ones
 //!   go into the connection's ring, one record each (`conn/datagram.rs`); one that finds
-//!   the ring full is dropped and counted, as UDP drops one at a full receive buffer. No
+//!   the ring full, or the receiver's `SO_RCVBUF` worth of datagrams waiting there, is
+//!   dropped and counted, as UDP drops one at a full receive buffer, and the receiving
+//!   socket adds the count to its own drops once it read the ring empty. No
 //!   datagram socket bound there: the refusal is remembered as a stream connect's is
 //!   (`control/refusals.rs`), and the destination stays UDP;
 //! - **inbound**: the peer node's requests, served by the listener kthread, which hands
@@ -391,7 +393,8 @@ impl Endpoint {
                         loopback: plane.within_node(conn),
                     }));
                 }
-                Ok(None) => {}
+                // Read empty: what its sender dropped meanwhile counts now.
+                Ok(None) => self.native.add_drops(conn.datagram_drops()),
                 Err(e) if e == EFAULT => return Err(e),
                 // A ring the peer broke: that connection ends, the others carry on.
                 Err(_) => self.drop_inbound(plane, conn),
@@ -486,8 +489,17 @@ impl Endpoint {
         for conn in conns.iter().flatten() {
             // Every ring is asked, ready or not: each must ring at its next datagram.
             ready |= conn.datagram_ready(plane.fabric());
+            self.native.add_drops(conn.datagram_drops());
         }
         ready
+    }
+
+    /// The socket's receive buffer changed (`SO_RCVBUF`): each ring's sender learns it.
+    pub(crate) fn rcvbuf_changed(&self) {
+        let budget = self.native.rcvbuf();
+        for conn in self.inbound_conns().iter().flatten() {
+            conn.set_datagram_budget(budget);
+        }
     }
 
     /// The length of the next datagram in an inbound ring (`FIONREAD`), if any.
@@ -646,6 +658,8 @@ impl DatagramPort for Endpoint {
         };
         conn.never_move();
         conn.set_owner(self.owner);
+        // Before the answer goes out: the sender's first datagram finds the budget.
+        conn.set_datagram_budget(self.native.rcvbuf());
         *slot = Some(Inbound { conn: conn.clone() });
         g.settling = true;
         drop(g);
@@ -678,6 +692,8 @@ impl DatagramPort for Endpoint {
         for slot in g.inbound.iter_mut() {
             if slot.as_ref().is_some_and(|c| c.conn.datagrams_over()) {
                 if let Some(c) = slot.take() {
+                    // Read to its end: the drops its sender counted last count now.
+                    self.native.add_drops(c.conn.datagram_drops());
                     end(plane, &c.conn);
                 }
             }

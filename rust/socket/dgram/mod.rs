@@ -293,6 +293,8 @@ impl SciDgram {
                     }
                 } else if let Some(t) = ep.recv(&plane, own, msg, len, peek)? {
                     set_msg_name(msg, t.from.as_bytes());
+                    // In UDP's order: the socket level's, then the packet information.
+                    native.put_drops(msg);
                     if native.wants_pktinfo() {
                         if let Some((to, _)) = t.to.ip_port() {
                             let to = to.canonical();
@@ -459,13 +461,18 @@ impl SocketOps for SciDgram {
             return self.set_sci_option(own, optname, val, len);
         }
         self.slot.setsockopt(own, level, optname, val, len)?;
-        // A reader that now asks for control messages (`IP_PKTINFO`, timestamps, ...)
-        // takes no more datagrams from implicit connections, which carry none: those it
-        // has end (their senders go on over UDP), as `Endpoint::attach` refuses new ones.
+        let Some(ep) = self.endpoint() else {
+            return Ok(());
+        };
+        // A reader that now asks for control messages a datagram over SCI cannot carry
+        // (timestamps, `IP_RECVTOS`, ...) takes no more datagrams from implicit
+        // connections: those it has end (their senders go on over UDP), as
+        // `Endpoint::attach` refuses new ones.
         if self.native().wants_cmsg() {
-            if let Some(ep) = self.endpoint() {
-                ep.end_inbound(&self.stack.plane.plane());
-            }
+            ep.end_inbound(&self.stack.plane.plane());
+        } else if level == bindings::SOL_SOCKET as c_int {
+            // `SO_RCVBUF` bounds what waits in the rings too.
+            ep.rcvbuf_changed();
         }
         Ok(())
     }

@@ -369,7 +369,7 @@ bool sci_udp_wants_cmsg(struct sock *sk)
 	}
 #endif
 	if (sock_flag(sk, SOCK_RCVTSTAMP) || sock_flag(sk, SOCK_RCVTSTAMPNS) ||
-	    sock_flag(sk, SOCK_RXQ_OVFL) || sock_flag(sk, SOCK_RCVMARK) ||
+	    sock_flag(sk, SOCK_RCVMARK) ||
 	    READ_ONCE(sk->sk_tsflags))
 		return true;
 	if (sk->sk_socket && test_bit(SOCK_PASSSEC, &sk->sk_socket->flags))
@@ -497,4 +497,18 @@ void sci_msg_set_name(struct msghdr *msg, const void *addr, int len)
 void sci_msg_set_flags(struct msghdr *msg, int flags)
 {
 	msg->msg_flags |= flags;
+}
+
+void sci_udp_add_drops(struct sock *sk, unsigned int n)
+{
+	atomic_add(min_t(unsigned int, n, INT_MAX), &sk->sk_drops);
+}
+
+void sci_udp_put_drops(struct sock *sk, struct msghdr *msg)
+{
+	u32 drops = atomic_read(&sk->sk_drops);
+
+	/* As sock_recv_drops() does with the count stamped at queueing. */
+	if (sock_flag(sk, SOCK_RXQ_OVFL) && drops)
+		put_cmsg(msg, SOL_SOCKET, SO_RXQ_OVFL, sizeof(drops), &drops);
 }

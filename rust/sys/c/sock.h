@@ -130,9 +130,9 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 /*
  * Datagram sockets (socket/dgram/). sci_udp_wants_cmsg: whether UDP sock sk's reader asked
  * for control messages with its datagrams other than the packet information
- * (IP_PKTINFO, IPV6_RECVPKTINFO): the other IP_RECV* options, their IPv6 twins,
- * timestamps, SO_RXQ_OVFL, SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a datagram from an
- * implicit SCI connection cannot carry. sci_udp_sends_plain: whether it sends each
+ * (IP_PKTINFO, IPV6_RECVPKTINFO) and the drop count (SO_RXQ_OVFL): the other IP_RECV*
+ * options, their IPv6 twins, timestamps, SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a
+ * datagram from an implicit SCI connection cannot carry. sci_udp_sends_plain: whether it sends each
  * datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not segmented by
  * UDP_SEGMENT). sci_msg_set_name: a received datagram's source address (when the caller
  * asked for it). sci_msg_set_flags: adds to a received message's flags.
@@ -171,5 +171,15 @@ void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, 
 			 int ifindex);
 int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback);
 int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask);
+
+/*
+ * Drops of datagrams over SCI, counted as UDP counts its own. sci_udp_add_drops: adds n
+ * (a peer's count for its ring, at most INT_MAX) to UDP sock sk's drops, which
+ * /proc/net/udp and SO_RXQ_OVFL show. sci_udp_put_drops: the SO_RXQ_OVFL control message
+ * of a datagram over SCI when sk's reader asked for it: the drops counted when it is read
+ * (UDP stamps the count when a datagram is queued; none when it is 0).
+ */
+void sci_udp_add_drops(struct sock *sk, unsigned int n);
+void sci_udp_put_drops(struct sock *sk, struct msghdr *msg);
 
 #endif /* AF_SCI_SYS_SOCK_H */

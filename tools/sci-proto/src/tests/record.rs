@@ -4,14 +4,18 @@
 
 use proptest::prelude::*;
 
-use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment};
+use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment, CREDIT_BASE, RX_BASE};
 use crate::proto::error::ProtocolError;
+use crate::proto::queue::default_publish_threshold;
 use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
+use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_DROPS};
 
-/// Puts one record of `data` whole, or returns false (no room: dropped).
+/// Puts one record of `data` whole, or returns false (no room, or over the reader's
+/// budget: dropped and counted), as `Conn::send_datagram` does.
 fn put(p: &mut TestProducer, seg: &TestSegment, data: &[u8]) -> bool {
     let size = record::size(data.len()).unwrap();
-    let Some(spans) = p.reserve(size).unwrap() else {
+    let Some(spans) = p.reserve_within_budget(size).unwrap() else {
+        p.count_drop();
         return false;
     };
     let at = record::place(spans, data.len());
@@ -46,6 +50,10 @@ fn take(
     let data = seg.copy_from_spans(at.payload, rec.payload.min(max));
     if !peek {
         c.consume_and_update(rec.size)?;
+        if c.available() == 0 {
+            // Drained: announced at once, as the kernel's reader does (`conn/transfer.rs`).
+            c.publish()?;
+        }
     }
     Ok(Some((data, rec.payload)))
 }
@@ -146,6 +154,118 @@ fn a_full_queue_drops_whole_records() {
     }
     // Room again once read.
     assert!(put(&mut q.producer, &q.rx_seg, &stream(99, 0, 200)));
+}
+
+#[test]
+fn drops_reach_the_reader_once_it_read_what_came_before() {
+    // 1 KiB ring: four records of 200 bytes fit, six are dropped.
+    let mut q = QueuePair::new(10, 4, 77, 0);
+    let sent = (0..10u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(i, 0, 200)))
+        .count();
+    assert_eq!(sent, 4);
+    for i in 0..4 {
+        // Records wait that came before the drops: none is reported yet.
+        assert_eq!(q.consumer.drops_when_empty().unwrap(), 0, "record {i}");
+        assert!(take(&mut q.consumer, &q.rx_seg, 4096, false)
+            .unwrap()
+            .is_some());
+    }
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 6);
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0, "taken once");
+    // One more record, then two drops behind it: they wait for it to be read.
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(20, 0, 900)));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(21, 0, 900)));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(22, 0, 900)));
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0);
+    assert!(take(&mut q.consumer, &q.rx_seg, 4096, true)
+        .unwrap()
+        .is_some());
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0, "only peeked");
+    assert!(take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some());
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 2);
+}
+
+#[test]
+fn a_drop_count_of_another_connection_is_no_drop() {
+    let mut q = QueuePair::new(10, 4, 77, 0);
+    // A stale or forged word: another generation.
+    q.rx_seg.poke(RX_BASE + RX_PROD_DROPS, 5 << 32 | 1000);
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0);
+    // The writer's own count wraps around u32 and is still taken as a difference.
+    q.rx_seg
+        .poke(RX_BASE + RX_PROD_DROPS, 4 << 32 | 0xffff_fff0);
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0xffff_fff0);
+    q.rx_seg.poke(RX_BASE + RX_PROD_DROPS, 4 << 32 | 3);
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0x13);
+}
+
+#[test]
+fn a_budget_bounds_what_waits() {
+    // 4 KiB ring, the reader lets 1000 bytes wait: records of 200 bytes (208 in the
+    // ring) are taken while what waits is within the budget (0, 208, .., 832): five.
+    let mut q = QueuePair::new(12, 2, 3, default_publish_threshold_of(12));
+    q.consumer.set_budget(1000);
+    let sent = (0..10u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(i, 0, 200)))
+        .count();
+    assert_eq!(sent, 5);
+    // One read publishes nothing (a quarter of the budget is 250 bytes): still full.
+    assert!(take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some());
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(30, 0, 200)));
+    // Two reads publish the cursor: 624 bytes wait, room for two more (to 1040).
+    assert!(take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some());
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(31, 0, 200)));
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(32, 0, 200)));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(33, 0, 200)));
+    // Read to the end: the drops, then the whole budget again.
+    while take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some()
+    {}
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 5 + 1 + 1);
+    let sent = (0..10u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(40 + i, 0, 200)))
+        .count();
+    assert_eq!(sent, 5);
+    // A tiny budget still takes one; none (0) is the whole ring.
+    while take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some()
+    {}
+    q.consumer.set_budget(1);
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(50, 0, 200)));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(51, 0, 200)));
+    while take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some()
+    {}
+    q.consumer.set_budget(0);
+    let sent = (0..30u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(60 + i, 0, 200)))
+        .count();
+    assert_eq!(sent, 4096 / 208);
+}
+
+#[test]
+fn a_budget_of_another_connection_is_none() {
+    let mut q = QueuePair::new(12, 2, 3, 0);
+    q.tx_seg.poke(CREDIT_BASE + CREDIT_BUDGET, 9 << 32 | 1);
+    let sent = (0..30u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(i, 0, 200)))
+        .count();
+    assert_eq!(sent, 4096 / 208);
+}
+
+/// The default consumer-update threshold of a `1 << log2` ring.
+fn default_publish_threshold_of(log2: u32) -> u64 {
+    default_publish_threshold(crate::proto::ring::RingGeometry::from_log2(log2).unwrap())
 }
 
 proptest! {

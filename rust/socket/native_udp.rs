@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The native socket's UDP side: what a datagram socket (`socket/dgram/`) asks of the UDP
+//! socket it owns beyond its `proto_ops` — which control messages its reader wants, the
+//! ones a datagram over SCI gets, how it sends, whether a read finds something, and its
+//! drop counter and receive buffer, which datagrams over SCI share with UDP's.
+
+use crate::socket::native::Native;
+use crate::sys::bindings;
+use crate::sys::net::{c_addr, Msg};
+
+impl Native {
+    /// A UDP socket whose reader asked for control messages (`IP_PKTINFO`, timestamps,
+    /// ...): datagrams from an implicit SCI connection carry none, so it takes none.
+    pub(crate) fn wants_cmsg(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
+        unsafe { bindings::sci_udp_wants_cmsg(self.sk()) }
+    }
+
+    /// A UDP socket whose reader asked for the packet information of its datagrams
+    /// (`IP_PKTINFO`, `IPV6_RECVPKTINFO`).
+    pub(crate) fn wants_pktinfo(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
+        unsafe { bindings::sci_udp_wants_pktinfo(self.sk()) }
+    }
+
+    /// Adds to a datagram received over SCI the packet information this UDP socket's
+    /// reader asked for, as UDP would give it: addressed to `to` (4 bytes: IPv4, else 16),
+    /// which is also the address a reply goes from, received on interface `ifindex`.
+    pub(crate) fn put_pktinfo(&self, msg: Msg, to: &[u8], ifindex: i32) {
+        let (a, v4) = c_addr(to);
+        // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
+        // and lives across the call; `put_cmsg` checks the caller's room.
+        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), v4, ifindex) }
+    }
+
+    /// A UDP socket that sends each datagram as given (not corked, not segmenting).
+    pub(crate) fn sends_plain(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits and the pending word.
+        unsafe { bindings::sci_udp_sends_plain(self.sk()) }
+    }
+
+    /// A UDP socket that a read finds something in now (a datagram, or an error).
+    pub(crate) fn readable(&self) -> bool {
+        // SAFETY: `sk` is live; the helper reads queue heads locklessly, as poll does.
+        unsafe { bindings::sci_udp_readable(self.sk()) }
+    }
+
+    /// Adds `n` datagrams a sender over SCI dropped at this socket's ring to its drops,
+    /// which UDP counts for its own (`/proc/net/udp`, `SO_RXQ_OVFL`).
+    pub(crate) fn add_drops(&self, n: u32) {
+        if n != 0 {
+            // SAFETY: `sk` is live; the helper adds to an atomic counter.
+            unsafe { bindings::sci_udp_add_drops(self.sk(), n) }
+        }
+    }
+
+    /// Adds to a datagram received over SCI the drop count (`SO_RXQ_OVFL`) when this UDP
+    /// socket's reader asked for it and something was dropped, as UDP gives it.
+    pub(crate) fn put_drops(&self, msg: Msg) {
+        // SAFETY: `sk` is live and `msg` is the message being received; `put_cmsg` checks
+        // the caller's room.
+        unsafe { bindings::sci_udp_put_drops(self.sk(), msg) }
+    }
+
+    /// The receive buffer (`SO_RCVBUF`, as the kernel doubled it): what a sender over SCI
+    /// may let wait in each ring of this socket, as UDP bounds its queue by it.
+    pub(crate) fn rcvbuf(&self) -> u32 {
+        u32::try_from(self.buffer_sizes().1).unwrap_or(0)
+    }
+}
