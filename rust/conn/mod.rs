@@ -69,8 +69,14 @@ pub(crate) trait Caller {
     /// soon as it returns true (false too when a signal or the scheduler interrupts it).
     fn spin(&self, spin_us: u32, ready: impl FnMut() -> bool) -> bool;
     /// Sleeps on the socket's wait queue until `ready` returns true, `timeo` jiffies
-    /// pass (`EAGAIN`) or a signal comes; `ready` runs with the wait entry queued.
-    fn wait(&self, timeo: &mut c_long, ready: impl FnMut() -> Result<bool>) -> Result;
+    /// pass (`EAGAIN`) or a signal comes; `ready` runs with the wait entry queued. Also
+    /// returns the microseconds its last sleep took from the wake-up to the caller
+    /// running again (0: no wake-up ended one), which adaptive spinning weighs.
+    fn wait_measured(
+        &self,
+        timeo: &mut c_long,
+        ready: impl FnMut() -> Result<bool>,
+    ) -> (Result, u32);
     /// The pending error (positive errno or 0), not consumed.
     fn error(&self) -> c_int;
     /// Sets the pending error (positive errno), as TCP does on a reset.
@@ -304,6 +310,12 @@ impl Conn {
             id: self.id,
             peer_channel: self.peer_id().slot,
         }
+    }
+
+    /// This end's adaptive spinning, receive and send (for `fdinfo`).
+    pub(crate) fn spin_histories(&self) -> (SpinHistory, SpinHistory) {
+        let g = self.inner.lock();
+        (g.spin_recv, g.spin_send)
     }
 
     /// Whether this end is established with its peer end in channel `slot` of its peer

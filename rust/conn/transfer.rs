@@ -145,7 +145,7 @@ impl Conn {
             if self.spin_first(own, spin, |i| &mut i.spin_send, || self.send_ready()) {
                 continue;
             }
-            let r = own.wait(&mut timeo, || {
+            let (r, wake_us) = own.wait_measured(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
                 let aborted = g.moving || g.rx.as_mut().is_some_and(|rx| rx.peer().abort);
@@ -159,6 +159,7 @@ impl Conn {
                 }
                 Ok(!d.sleep || aborted)
             });
+            self.sleep_cost(spin, |i| &mut i.spin_send, wake_us);
             if let Err(e) = r {
                 return partial(sent, e);
             }
@@ -186,6 +187,20 @@ impl Conn {
         let hit = own.spin(us, ready);
         history(&mut self.inner.lock()).record(hit);
         hit
+    }
+
+    /// Records what a sleep after the spin cost (`wake_us` from its wake-up to running
+    /// again, 0: no wake-up ended it) in the direction's history, which sizes the next
+    /// adaptive spins ([`SpinHistory::budget`]).
+    fn sleep_cost(
+        &self,
+        setting: SpinSetting,
+        history: impl Fn(&mut Inner) -> &mut SpinHistory,
+        wake_us: u32,
+    ) {
+        if setting == SpinSetting::Adaptive && wake_us != 0 {
+            history(&mut self.inner.lock()).record_wake(wake_us);
+        }
     }
 
     /// Whether a blocking send would make progress now: ring space, or the connection
@@ -321,7 +336,7 @@ impl Conn {
             if self.spin_first(own, spin, |i| &mut i.spin_recv, || self.recv_ready()) {
                 continue;
             }
-            let r = own.wait(&mut timeo, || {
+            let (r, wake_us) = own.wait_measured(&mut timeo, || {
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
                 if g.local.rcv_shut || g.moving {
@@ -338,6 +353,7 @@ impl Conn {
                 }
                 Ok(!d.sleep || peer.done_writing || peer.abort)
             });
+            self.sleep_cost(spin, |i| &mut i.spin_recv, wake_us);
             if let Err(e) = r {
                 return partial(copied, e);
             }

@@ -198,13 +198,21 @@ impl OwnSk {
     /// jiffies pass (`EAGAIN`) or a signal arrives (`ERESTARTSYS`/`EINTR`). `ready` runs
     /// with the wait entry already queued, so a wake-up between its check and the sleep
     /// is not lost; `timeo` is updated with the time left.
-    pub(crate) fn wait(
+    pub(crate) fn wait(&self, timeo: &mut c_long, ready: impl FnMut() -> Result<bool>) -> Result {
+        self.wait_measured(timeo, ready).0
+    }
+
+    /// [`OwnSk::wait`], and what its last sleep cost: the microseconds from the wake-up
+    /// that ended it to this task running again (0 when none did: it did not sleep, or a
+    /// timeout or signal ended it). Adaptive spinning weighs a spin against it.
+    pub(crate) fn wait_measured(
         &self,
         timeo: &mut c_long,
         mut ready: impl FnMut() -> Result<bool>,
-    ) -> Result {
-        let mut entry = core::mem::MaybeUninit::<bindings::wait_queue_entry>::zeroed();
+    ) -> (Result, u32) {
+        let mut entry = core::mem::MaybeUninit::<bindings::sci_wait>::zeroed();
         let sk = self.as_ptr();
+        let mut wake_ns = 0;
         // SAFETY: the entry lives on this stack frame and is removed before it returns;
         // `sk` is live while its op runs.
         unsafe {
@@ -227,12 +235,15 @@ impl OwnSk {
                     bindings::sci_sock_intr_errno(*timeo)
                 }));
             }
-            // SAFETY: the entry is queued on `sk`'s wait queue.
+            // SAFETY: the entry is queued on `sk`'s wait queue; the helper sets its
+            // `wake_ns`, read right after.
             *timeo = unsafe { bindings::sci_wait_sleep(entry.as_mut_ptr(), *timeo) };
+            // SAFETY: as above; a plain read of the entry on this stack frame.
+            wake_ns = unsafe { (*entry.as_ptr()).wake_ns };
         };
         // SAFETY: queued above.
         unsafe { bindings::sci_wait_remove(sk, entry.as_mut_ptr()) };
-        r
+        (r, u32::try_from(wake_ns / 1000).unwrap_or(u32::MAX))
     }
 }
 
@@ -299,8 +310,12 @@ impl Caller for OwnSk {
         OwnSk::spin(self, spin_us, ready)
     }
 
-    fn wait(&self, timeo: &mut c_long, ready: impl FnMut() -> Result<bool>) -> Result {
-        OwnSk::wait(self, timeo, ready)
+    fn wait_measured(
+        &self,
+        timeo: &mut c_long,
+        ready: impl FnMut() -> Result<bool>,
+    ) -> (Result, u32) {
+        OwnSk::wait_measured(self, timeo, ready)
     }
 
     fn error(&self) -> c_int {

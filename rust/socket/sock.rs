@@ -569,11 +569,14 @@ impl SciSock {
             None => CString::try_from_fmt(fmt!(
                 "sci-mode:\tnative\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n"
             )),
-            Some(conn) => CString::try_from_fmt(fmt!(
-                "sci-mode:\tsci\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
-                 sci-conn:\t{}\n",
-                conn.ends()
-            )),
+            Some(conn) => {
+                let (recv, send) = conn.spin_histories();
+                CString::try_from_fmt(fmt!(
+                    "sci-mode:\tsci\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
+                     sci-conn:\t{}\nsci-spin:\trecv {recv}; send {send}\n",
+                    conn.ends()
+                ))
+            }
         }
     }
 

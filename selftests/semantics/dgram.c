@@ -808,53 +808,6 @@ static bool sci_path_expected(void)
 	return g_expect_sci && g_expect_mode == SCI_MODE_SCI;
 }
 
-/* SCI_INFO mode of an AF_SCI socket (-1 for any other). */
-static int sci_mode_of(int fd)
-{
-	struct sci_info info;
-	socklen_t len = sizeof(info);
-
-	if (getsockopt(fd, SOL_SCI, SCI_INFO, &info, &len) < 0)
-		return -1;
-	return (int)info.mode;
-}
-
-/* fd's /proc/self/fdinfo file, open for reading (the test fails if it cannot be). */
-static FILE *open_fdinfo(int fd)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "r");
-	if (!f)
-		FAIL("%s: %s", path, ename(errno));
-	return f;
-}
-
-/*
- * The number after `word` on fd's "/proc/self/fdinfo" line starting with `key`
- * ("sci-datagrams", "sent"): -1 when there is none.
- */
-static long fdinfo_field(int fd, const char *key, const char *word)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = open_fdinfo(fd);
-
-	while (fgets(line, sizeof(line), f)) {
-		char *at;
-
-		if (strncmp(line, key, strlen(key)) || line[strlen(key)] != ':')
-			continue;
-		at = strstr(line, word);
-		if (at)
-			v = strtol(at + strlen(word), NULL, 10);
-	}
-	fclose(f);
-	return v;
-}
-
 /* How many lines of fd's fdinfo start with `prefix`. */
 static int fdinfo_lines(int fd, const char *prefix)
 {

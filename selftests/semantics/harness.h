@@ -213,6 +213,16 @@ struct test {
 };
 
 /* Parse the command line, run (or --list) the tests; returns the exit code. */
+/* SCI_INFO mode of an AF_SCI socket (-1 for any other). */
+int sci_mode_of(int fd);
+/* fd's /proc/self/fdinfo file, open for reading (the test fails if it cannot be). */
+FILE *open_fdinfo(int fd);
+/*
+ * The number after `word` on fd's "/proc/self/fdinfo" line starting with `key`
+ * ("sci-datagrams", "sent"): -1 when there is none.
+ */
+long fdinfo_field(int fd, const char *key, const char *word);
+
 int harness_main(int argc, char **argv, const struct test *tests, int ntests);
 
 #endif /* SOCK_SEMANTICS_HARNESS_H */

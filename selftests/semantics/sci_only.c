@@ -171,3 +171,97 @@ void t_sci_fallback_handover(void)
 	close(s);
 	close(tl);
 }
+
+struct blocked_recv {
+	int fd;
+	pid_t tid;
+	ssize_t got;
+};
+
+static void *blocking_recv(void *arg)
+{
+	struct blocked_recv *b = arg;
+	char c;
+
+	__atomic_store_n(&b->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	b->got = recv(b->fd, &c, 1, 0);
+	return NULL;
+}
+
+/* The scheduler state of thread tid of this process ('R', 'S', ...). */
+static char task_state(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	fd = open(path, O_RDONLY);
+	CHECK(fd >= 0, "%s: %s", path, ename(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	CHECK(n > 0, "%s: %s", path, ename(errno));
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	CHECK(p && p[1] == ' ', "%s: %s", path, buf);
+	return p[2];
+}
+
+/*
+ * Whether thread tid of this process sleeps on a socket's wait queue: in state 'S', in
+ * wait_woken() when the kernel names where (wchan; "0" without symbols).
+ */
+static bool asleep_on_socket(pid_t tid)
+{
+	char path[64], wchan[64] = "";
+	ssize_t n;
+	int fd;
+
+	if (task_state(tid) != 'S')
+		return false;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", (int)tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return true;
+	n = read(fd, wchan, sizeof(wchan) - 1);
+	close(fd);
+	wchan[n > 0 ? n : 0] = 0;
+	return !strcmp(wchan, "0") || !strcmp(wchan, "") || strstr(wchan, "wait_woken");
+}
+
+/*
+ * Adaptive spinning weighs a spin against what a sleep costs here: a blocking recv that
+ * slept and was woken by the data measures its wake-up latency, which fdinfo's sci-spin
+ * line shows with the receive direction's budget (4 wake-ups, 100 us at least).
+ */
+void t_sci_spin_wakeup(void)
+{
+	struct blocked_recv b = { 0 };
+	long wake, budget;
+	pthread_t th;
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	if (sci_mode_of(s) != SCI_MODE_SCI) {
+		close(c);
+		close(s);
+		return;
+	}
+	EXPECT_EQ(fdinfo_field(s, "sci-spin", "wake-up"), 0);
+	b.fd = s;
+	CHECK(!pthread_create(&th, NULL, blocking_recv, &b), "pthread_create");
+	/* Asleep in recv (after any spin): the event to wait for, looked at until it came. */
+	while (!__atomic_load_n(&b.tid, __ATOMIC_ACQUIRE) || !asleep_on_socket(b.tid))
+		sched_yield();
+	write_all(c, "w", 1);
+	pthread_join(th, NULL);
+	EXPECT_EQ(b.got, 1);
+	wake = fdinfo_field(s, "sci-spin", "wake-up");
+	budget = fdinfo_field(s, "sci-spin", "recv budget");
+	note("a recv's wake-up took %ld us: its spin budget is %ld us", wake, budget);
+	CHECK(wake > 0, "a recv woken by its data measured no wake-up (sci-spin wake-up %ld)", wake);
+	CHECK(budget == (wake * 4 < 100 ? 100 : wake * 4 > 1000 ? 1000 : wake * 4),
+	      "recv budget %ld us for a wake-up of %ld us", budget, wake);
+	close(c);
+	close(s);
+}

@@ -135,6 +135,7 @@ void t_dgram_fabric_pktinfo_v4(void);
 void t_dgram_fabric_pktinfo_v6(void);
 void t_dgram_fabric_pktinfo_mapped(void);
 void t_dgram_fabric_rcvbuf_drops(void);
+void t_sci_spin_wakeup(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -476,6 +476,14 @@ impl Endpoint {
         hit
     }
 
+    /// Records what a blocking read's sleep cost (`wake_us` from its wake-up to running
+    /// again, 0: no wake-up ended it), which sizes the next adaptive spins.
+    pub(crate) fn sleep_cost(&self, wake_us: u32) {
+        if wake_us != 0 && default_spin_us().is_none() {
+            self.conns.lock().spin.record_wake(wake_us);
+        }
+    }
+
     /// Forgets a peek whose datagram another reader took.
     pub(crate) fn forget_peek(&self) {
         self.conns.lock().peeked = Peeked::Nothing;

@@ -333,9 +333,11 @@ impl SciDgram {
             if ep.spin_before_sleep(own, || native.readable()) {
                 continue;
             }
-            own.wait(&mut timeo, || {
+            let (r, wake_us) = own.wait_measured(&mut timeo, || {
                 Ok(ep.any_ready(&plane) || native.readable() || native.read_shut())
-            })?;
+            });
+            ep.sleep_cost(wake_us);
+            r?;
         }
     }
 }

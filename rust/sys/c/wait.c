@@ -89,25 +89,46 @@ void sci_wake_error(struct sock *sk)
 	sci_wake(sk, EPOLLERR, SOCK_WAKE_IO, POLL_ERR);
 }
 
-void sci_wait_init(struct wait_queue_entry *wait)
+/* woken_wake_function(), noting when the first wake-up came (under the queue's lock). */
+static int sci_wait_wake(struct wait_queue_entry *entry, unsigned int mode, int sync, void *key)
 {
-	init_wait(wait);
-	wait->func = woken_wake_function;
+	struct sci_wait *wait = container_of(entry, struct sci_wait, entry);
+
+	if (!READ_ONCE(wait->woken_at))
+		WRITE_ONCE(wait->woken_at, ktime_get_ns());
+	return woken_wake_function(entry, mode, sync, key);
 }
 
-void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait)
+void sci_wait_init(struct sci_wait *wait)
 {
-	add_wait_queue(sk_sleep(sk), wait);
+	init_wait(&wait->entry);
+	wait->entry.func = sci_wait_wake;
+	wait->woken_at = 0;
+	wait->wake_ns = 0;
 }
 
-long sci_wait_sleep(struct wait_queue_entry *wait, long timeo)
+void sci_wait_add(struct sock *sk, struct sci_wait *wait)
 {
-	return wait_woken(wait, TASK_INTERRUPTIBLE, timeo);
+	add_wait_queue(sk_sleep(sk), &wait->entry);
 }
 
-void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait)
+long sci_wait_sleep(struct sci_wait *wait, long timeo)
 {
-	remove_wait_queue(sk_sleep(sk), wait);
+	u64 start = ktime_get_ns(), woken, now;
+	long left;
+
+	WRITE_ONCE(wait->woken_at, 0);
+	left = wait_woken(&wait->entry, TASK_INTERRUPTIBLE, timeo);
+	now = ktime_get_ns();
+	woken = READ_ONCE(wait->woken_at);
+	/* A wake-up that came before this sleep (wait_woken returned at once) cost none. */
+	wait->wake_ns = woken >= start && woken <= now ? now - woken : 0;
+	return left;
+}
+
+void sci_wait_remove(struct sock *sk, struct sci_wait *wait)
+{
+	remove_wait_queue(sk_sleep(sk), &wait->entry);
 }
 
 bool sci_signal_pending(void) { return signal_pending(current); }

@@ -39,11 +39,21 @@ bool sci_sock_watched(struct sock *sk);
 /*
  * Sleeping on a socket's wait queue without losing a wake-up: add the entry first,
  * re-check the condition, then sleep (wait_woken remembers a wake that came between).
+ * sci_wait_sleep also measures what the sleep cost: wake_ns is the time from the first
+ * wake-up of the entry to the sleeper running again (0 when no wake-up ended it: a
+ * timeout, a signal), which adaptive spinning weighs a spin against
+ * (rust/proto/spin.rs).
  */
-void sci_wait_init(struct wait_queue_entry *wait);
-void sci_wait_add(struct sock *sk, struct wait_queue_entry *wait);
-long sci_wait_sleep(struct wait_queue_entry *wait, long timeo);
-void sci_wait_remove(struct sock *sk, struct wait_queue_entry *wait);
+struct sci_wait {
+	struct wait_queue_entry entry;
+	u64 woken_at;		/* ktime_get_ns() of the first wake-up, 0: none yet */
+	u64 wake_ns;		/* the last sleep's wake-up latency, 0: not woken */
+};
+
+void sci_wait_init(struct sci_wait *wait);
+void sci_wait_add(struct sock *sk, struct sci_wait *wait);
+long sci_wait_sleep(struct sci_wait *wait, long timeo);
+void sci_wait_remove(struct sock *sk, struct sci_wait *wait);
 bool sci_signal_pending(void);
 long sci_sock_rcvtimeo(const struct sock *sk, bool noblock);
 long sci_sock_sndtimeo(const struct sock *sk, bool noblock);

@@ -2,7 +2,8 @@
 //! bounded when spins do not pay.
 
 use crate::proto::spin::{
-    SpinHistory, SpinSetting, ADAPTIVE_BUDGET_US, MAX_BACKOFF_LOG2, MISSES_BEFORE_BACKOFF,
+    SpinHistory, SpinSetting, ADAPTIVE_BUDGET_US, MAX_ADAPTIVE_BUDGET_US, MAX_BACKOFF_LOG2,
+    MISSES_BEFORE_BACKOFF, WAKE_COST_FACTOR,
 };
 
 /// Plans `n` waits whose spins all end as `hit` says; returns how many spun.
@@ -101,4 +102,48 @@ fn mixed_waits_cost_at_most_their_share() {
         "seed {seed:#x}: {spun} spins of 100000 waits, {hits} paid"
     );
     assert!(hits > 0, "seed {seed:#x}: no spin ever paid");
+}
+
+#[test]
+fn the_budget_follows_what_a_wake_up_costs() {
+    let mut h = SpinHistory::new();
+    // Nothing measured, or wake-ups of hardware (a few microseconds): the floor.
+    assert_eq!(h.budget(), ADAPTIVE_BUDGET_US);
+    h.record_wake(0);
+    assert_eq!(h.budget(), ADAPTIVE_BUDGET_US, "no wake-up says nothing");
+    h.record_wake(5);
+    assert_eq!(h.budget(), ADAPTIVE_BUDGET_US);
+    // An emulated guest's (150 us): four of them, so a spin outlasts the peer's sleep.
+    let mut h = SpinHistory::new();
+    h.record_wake(150);
+    assert_eq!(h.plan(SpinSetting::Adaptive, false), 150 * WAKE_COST_FACTOR);
+    // A moving average: one slow wake-up moves it a quarter of the way.
+    h.record_wake(550);
+    assert_eq!(h.budget(), (150 + 100) * WAKE_COST_FACTOR);
+    // Never beyond the ceiling, however slow.
+    for _ in 0..20 {
+        h.record_wake(u32::MAX);
+    }
+    assert_eq!(h.budget(), MAX_ADAPTIVE_BUDGET_US);
+}
+
+#[test]
+fn the_wake_up_cost_outlives_the_misses() {
+    let mut h = SpinHistory::new();
+    h.record_wake(200);
+    run_budget(&mut h, 10, false);
+    assert!(h.backed_off());
+    // A hit restores spinning at the same budget: the cost is the machine's.
+    h.record(true);
+    assert!(!h.backed_off());
+    assert_eq!(h.plan(SpinSetting::Adaptive, false), 200 * WAKE_COST_FACTOR);
+}
+
+/// [`run`] with whatever budget the history has.
+fn run_budget(h: &mut SpinHistory, n: u32, hit: bool) {
+    for _ in 0..n {
+        if h.plan(SpinSetting::Adaptive, false) > 0 {
+            h.record(hit);
+        }
+    }
 }
