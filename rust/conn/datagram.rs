@@ -247,8 +247,19 @@ impl Conn {
         ready
     }
 
+    /// Takes the datagrams the peer queued up to now and no more (the receiving socket
+    /// connected to another peer); true when none is left to read, and the connection may
+    /// end at once.
+    pub(crate) fn stop_datagrams(&self) -> bool {
+        let mut g = self.inner.lock();
+        g.rx.as_mut().map_or(true, |rx| {
+            rx.stop_at_published().is_err() || rx.available() == 0
+        })
+    }
+
     /// Whether this end will carry no more datagrams either way and holds none: the peer
-    /// closed or reset (or its node went down) and the ring is read, or the ring broke.
+    /// closed or reset (or its node went down) and the ring is read, the ring broke, or
+    /// it was stopped ([`Conn::stop_datagrams`]) and is read to there.
     pub(crate) fn datagrams_over(&self) -> bool {
         let mut g = self.inner.lock();
         let Inner {
@@ -272,6 +283,9 @@ impl Conn {
         };
         if rx.error().is_some() {
             return true;
+        }
+        if rx.frozen() {
+            return rx.available() == 0;
         }
         match rx.peer_when_empty() {
             Ok(Some(w)) => w.done_writing || w.abort,

@@ -821,6 +821,16 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         Ok(())
     }
 
+    /// Takes what the writer published up to now and nothing after it, as
+    /// [`freeze`](Self::freeze) at the producer cursor seen now: a datagram receiver that
+    /// connected to another peer reads what this one queued before (as UDP delivers it)
+    /// and none of what it sends after (which UDP would refuse).
+    pub(crate) fn stop_at_published(&mut self) -> Result<(), ProtocolError> {
+        self.refresh()?;
+        self.frozen = true;
+        Ok(())
+    }
+
     /// Whether the queue was frozen (moved to TCP).
     pub(crate) fn frozen(&self) -> bool {
         self.frozen

@@ -1531,3 +1531,54 @@ void t_dgram_fabric_rcvbuf_drops(void)
 	close(a);
 	close(b);
 }
+
+/*
+ * A receiver with implicit connections from two peers connects to one of them: what the
+ * other queued before the connect is still delivered, as UDP delivers it, and nothing it
+ * sends after.
+ */
+void t_dgram_fabric_connect_queued(void)
+{
+	enum { N = 8 };
+	struct sockaddr_storage a1a, a2a, ba, from;
+	long sent0 = 0;
+	char buf[16];
+	int a1, a2, b, i, from1 = 0, from2 = 0;
+
+	dgram_pair(AF_INET, &a1, &a1a, &b, &ba);
+	a2 = ut_dgram(AF_INET);
+	bind_any_port(a2, AF_INET, &a2a);
+	await_sent_over_sci(a1, b, &ba);
+	await_sent_over_sci(a2, b, &ba);
+	if (sci_path_expected())
+		sent0 = fdinfo_field(a2, "sci-datagrams", "sent");
+	for (i = 0; i < N; i++) {
+		send_to(a1, "1", 1, &ba);
+		send_to(a2, "2", 1, &ba);
+	}
+	if (sci_path_expected())
+		EXPECT_EQ(fdinfo_field(a2, "sci-datagrams", "sent") - sent0, N);
+	SYS(connect(b, (struct sockaddr *)&a1a, ss_len(&a1a)));
+	for (i = 0; i < 2 * N; i++) {
+		EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, &from), 1);
+		if (ss_port(&from) == ss_port(&a1a) && buf[0] == '1')
+			from1++;
+		else if (ss_port(&from) == ss_port(&a2a) && buf[0] == '2')
+			from2++;
+		else
+			FAIL("datagram '%c' from %s", buf[0], ss_str(&from));
+	}
+	CHECK(from1 == N && from2 == N,
+	      "connected to the first peer: %d of its %d datagrams, %d of the other's %d", from1,
+	      N, from2, N);
+	/* After the connect only the peer's. */
+	send_to(a2, "x", 1, &ba);
+	send_to(a1, "y", 1, &ba);
+	EXPECT_EQ(recv_one(b, buf, sizeof(buf), 0, &from), 1);
+	CHECK(buf[0] == 'y' && ss_port(&from) == ss_port(&a1a), "'%c' from %s after the connect",
+	      buf[0], ss_str(&from));
+	EXPECT_ERR(recv(b, buf, sizeof(buf), MSG_DONTWAIT), EAGAIN);
+	close(a1);
+	close(a2);
+	close(b);
+}

@@ -393,8 +393,14 @@ impl Endpoint {
                         loopback: plane.within_node(conn),
                     }));
                 }
-                // Read empty: what its sender dropped meanwhile counts now.
-                Ok(None) => self.native.add_drops(conn.datagram_drops()),
+                // Read empty: what its sender dropped meanwhile counts now; one stopped by
+                // a connect to another peer and read to there ends.
+                Ok(None) => {
+                    self.native.add_drops(conn.datagram_drops());
+                    if conn.datagrams_over() {
+                        self.drop_inbound(plane, conn);
+                    }
+                }
                 Err(e) if e == EFAULT => return Err(e),
                 // A ring the peer broke: that connection ends, the others carry on.
                 Err(_) => self.drop_inbound(plane, conn),
@@ -561,12 +567,16 @@ impl Endpoint {
     }
 
     /// The socket connected to `peer` (or, `None`, disconnected): connections from other
-    /// peers end, as a connected UDP socket takes datagrams from its peer only.
+    /// peers stop where their peers' datagrams are now, as a connected UDP socket takes
+    /// datagrams from its peer only but still delivers those queued before. Each ends
+    /// once read to there (or at once when nothing waits).
     pub(crate) fn connected(&self, plane: &Plane<'_>, peer: Option<(Ip, u16)>) {
         let Some(peer) = peer else {
             return;
         };
-        Self::end_inbound_of(&mut self.conns.lock(), plane, |c| !from_peer(c, peer));
+        Self::end_inbound_of(&mut self.conns.lock(), plane, |c| {
+            !from_peer(c, peer) && c.stop_datagrams()
+        });
     }
 
     /// The socket closes: it leaves the table and every connection ends (datagrams still
