@@ -263,6 +263,26 @@ fn a_budget_of_another_connection_is_none() {
     assert_eq!(sent, 4096 / 208);
 }
 
+#[test]
+fn a_stopped_reader_takes_what_was_queued_and_nothing_after() {
+    let mut q = QueuePair::new(12, 6, 11, 0);
+    let before: Vec<_> = (0..3u64).map(|i| stream(i, 0, 100)).collect();
+    for d in &before {
+        assert!(put(&mut q.producer, &q.rx_seg, d));
+    }
+    q.consumer.stop_at_published().unwrap();
+    // The writer goes on (it has not heard yet): none of it is read.
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(7, 0, 100)));
+    for d in &before {
+        assert_eq!(
+            take(&mut q.consumer, &q.rx_seg, 4096, false).unwrap(),
+            Some((d.clone(), 100))
+        );
+    }
+    assert_eq!(take(&mut q.consumer, &q.rx_seg, 4096, false).unwrap(), None);
+    assert_eq!(q.consumer.drops_when_empty().unwrap(), 0);
+}
+
 /// The default consumer-update threshold of a `1 << log2` ring.
 fn default_publish_threshold_of(log2: u32) -> u64 {
     default_publish_threshold(crate::proto::ring::RingGeometry::from_log2(log2).unwrap())
