@@ -184,10 +184,15 @@ impl Conn {
     ///
     /// [`Consumer::drops_when_empty`]: crate::proto::queue::Consumer::drops_when_empty
     pub(crate) fn datagram_drops(&self) -> u32 {
+        drops_of(&mut self.inner.lock())
+    }
+
+    /// What a reader that found this end's ring empty learns, under one lock: the drops
+    /// ([`Conn::datagram_drops`]) and whether the connection is over
+    /// ([`Conn::datagrams_over`]).
+    pub(crate) fn read_empty(&self) -> (u32, bool) {
         let mut g = self.inner.lock();
-        // A broken ring reports none: the next read finds the error and ends it.
-        g.rx.as_mut()
-            .map_or(0, |rx| rx.drops_when_empty().unwrap_or(0))
+        (drops_of(&mut g), over(&mut g))
     }
 
     /// Lets the peer queue at most `bytes` of datagrams in this end's ring (the receiving
@@ -261,36 +266,47 @@ impl Conn {
     /// closed or reset (or its node went down) and the ring is read, the ring broke, or
     /// it was stopped ([`Conn::stop_datagrams`]) and is read to there.
     pub(crate) fn datagrams_over(&self) -> bool {
-        let mut g = self.inner.lock();
-        let Inner {
+        over(&mut self.inner.lock())
+    }
+}
+
+/// [`Conn::datagram_drops`] under the connection's lock.
+fn drops_of(g: &mut Inner) -> u32 {
+    // A broken ring reports none: the next read finds the error and ends it.
+    g.rx.as_mut()
+        .map_or(0, |rx| rx.drops_when_empty().unwrap_or(0))
+}
+
+/// [`Conn::datagrams_over`] under the connection's lock.
+fn over(g: &mut Inner) -> bool {
+    let Inner {
+        phase,
+        rx,
+        local,
+        moving,
+        ..
+    } = g;
+    if local.closed
+        || *moving
+        || matches!(
             phase,
-            rx,
-            local,
-            moving,
-            ..
-        } = &mut *g;
-        if local.closed
-            || *moving
-            || matches!(
-                phase,
-                Phase::Refused | Phase::NoListener | Phase::NoRoom | Phase::Unanswered
-            )
-        {
-            return true;
-        }
-        let Some(rx) = rx.as_mut() else {
-            return false;
-        };
-        if rx.error().is_some() {
-            return true;
-        }
-        if rx.frozen() {
-            return rx.available() == 0;
-        }
-        match rx.peer_when_empty() {
-            Ok(Some(w)) => w.done_writing || w.abort,
-            Ok(None) => false,
-            Err(_) => true,
-        }
+            Phase::Refused | Phase::NoListener | Phase::NoRoom | Phase::Unanswered
+        )
+    {
+        return true;
+    }
+    let Some(rx) = rx.as_mut() else {
+        return false;
+    };
+    if rx.error().is_some() {
+        return true;
+    }
+    if rx.frozen() {
+        return rx.available() == 0;
+    }
+    match rx.peer_when_empty() {
+        Ok(Some(w)) => w.done_writing || w.abort,
+        Ok(None) => false,
+        Err(_) => true,
     }
 }

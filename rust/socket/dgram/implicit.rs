@@ -396,8 +396,9 @@ impl Endpoint {
                 // Read empty: what its sender dropped meanwhile counts now; one stopped by
                 // a connect to another peer and read to there ends.
                 Ok(None) => {
-                    self.native.add_drops(conn.datagram_drops());
-                    if conn.datagrams_over() {
+                    let (drops, over) = conn.read_empty();
+                    self.native.add_drops(drops);
+                    if over {
                         self.drop_inbound(plane, conn);
                     }
                 }
