@@ -195,6 +195,26 @@ impl Conn {
         (drops_of(&mut g), over(&mut g))
     }
 
+    /// Discards the datagrams waiting in this end's ring (its socket ends the connection
+    /// with them unread) and returns how many. At most a ring's worth: a peer that keeps
+    /// writing does not keep the caller here.
+    pub(crate) fn discard_datagrams(&self) -> u32 {
+        let mut g = self.inner.lock();
+        let (mut n, mut bytes) = (0u32, 0usize);
+        while let Ok(Some(rec)) = self.head_record(&mut g) {
+            let Some(rx) = g.rx.as_mut() else {
+                break;
+            };
+            let ring = rx.params().geometry.size_usize();
+            if bytes >= ring || rx.consume(rec.size).is_err() {
+                break;
+            }
+            bytes = bytes.saturating_add(rec.size);
+            n = n.saturating_add(1);
+        }
+        n
+    }
+
     /// Lets the peer queue at most `bytes` of datagrams in this end's ring (the receiving
     /// socket's `SO_RCVBUF`), as UDP bounds what waits by it.
     pub(crate) fn set_datagram_budget(&self, bytes: u32) {

@@ -1582,3 +1582,44 @@ void t_dgram_fabric_connect_queued(void)
 	close(a2);
 	close(b);
 }
+
+/*
+ * Datagrams waiting in a ring when the reader asks for a control message a datagram over
+ * SCI cannot carry (SO_TIMESTAMP): the connection ends at that setsockopt and they are
+ * counted as dropped (SO_RXQ_OVFL on the next one); UDP keeps and delivers them.
+ */
+void t_dgram_fabric_cmsg_later_drops(void)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	uint32_t drops = 0;
+	int a, b, i;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	setint(a, SOL_SOCKET, SO_RXQ_OVFL, 1);
+	for (i = 0; i < 3; i++)
+		send_to(b, "q", 1, &aa);
+	wait_for(a, POLLIN);
+	setint(a, SOL_SOCKET, SO_TIMESTAMP, 1);
+	send_to(b, "after", 5, &aa);
+	if (!sci_path_expected()) {
+		for (i = 0; i < 3; i++)
+			EXPECT_EQ(recv_cmsg(a, &mh, cbuf, sizeof(cbuf)), 1);
+	}
+	memset(cbuf, 0, sizeof(cbuf));
+	EXPECT_EQ(recv_cmsg(a, &mh, cbuf, sizeof(cbuf)), 5);
+	CHECK(find_cmsg(&mh, SOL_SOCKET, SCM_TIMESTAMP), "no SCM_TIMESTAMP after SO_TIMESTAMP");
+	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
+	if (sci_path_expected()) {
+		CHECK(c, "3 datagrams went with their connection, and no drop was counted");
+		memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+		EXPECT_EQ(drops, 3);
+	} else {
+		CHECK(!c, "UDP dropped nothing, yet reports drops");
+	}
+	close(a);
+	close(b);
+}

@@ -143,6 +143,7 @@ static const struct test tests[] = {
 	{ "dgram_fabric_rcvbuf_drops", t_dgram_fabric_rcvbuf_drops, 0, false },
 	{ "sci_spin_wakeup", t_sci_spin_wakeup, 0, true },
 	{ "dgram_fabric_connect_queued", t_dgram_fabric_connect_queued, 0, false },
+	{ "dgram_fabric_cmsg_later_drops", t_dgram_fabric_cmsg_later_drops, 0, false },
 	/* TABLE-END */
 };
 

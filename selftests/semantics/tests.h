@@ -137,6 +137,7 @@ void t_dgram_fabric_pktinfo_mapped(void);
 void t_dgram_fabric_rcvbuf_drops(void);
 void t_sci_spin_wakeup(void);
 void t_dgram_fabric_connect_queued(void);
+void t_dgram_fabric_cmsg_later_drops(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -551,9 +551,15 @@ impl Endpoint {
     }
 
     /// Ends every inbound connection (the reader asked for control messages, which
-    /// datagrams over SCI do not carry). Datagrams still in their rings go with them.
+    /// datagrams over SCI do not carry). Datagrams still in their rings go with them,
+    /// counted as dropped (`SO_RXQ_OVFL`, `/proc/net/udp`): lost, but not unseen.
     pub(crate) fn end_inbound(&self, plane: &Plane<'_>) {
-        Self::end_inbound_of(&mut self.conns.lock(), plane, |_| true);
+        Self::end_inbound_of(&mut self.conns.lock(), plane, |c| {
+            let discarded = c.discard_datagrams();
+            self.native
+                .add_drops(discarded.saturating_add(c.datagram_drops()));
+            true
+        });
     }
 
     /// Ends the inbound connections of `g` that `ends` picks.
