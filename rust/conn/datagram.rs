@@ -200,12 +200,14 @@ impl Conn {
     /// writing does not keep the caller here.
     pub(crate) fn discard_datagrams(&self) -> u32 {
         let mut g = self.inner.lock();
+        let Some(ring) = g.rx.as_ref().map(|rx| rx.params().geometry.size_usize()) else {
+            return 0;
+        };
         let (mut n, mut bytes) = (0u32, 0usize);
         while let Ok(Some(rec)) = self.head_record(&mut g) {
             let Some(rx) = g.rx.as_mut() else {
                 break;
             };
-            let ring = rx.params().geometry.size_usize();
             if bytes >= ring || rx.consume(rec.size).is_err() {
                 break;
             }
@@ -253,23 +255,26 @@ impl Conn {
     }
 
     /// Whether a datagram waits in this end's ring; if not, a wait request is posted so
-    /// that the next one rings the doorbell (poll, and a receiver about to sleep).
-    pub(crate) fn datagram_ready(&self, fabric: &dyn Fabric) -> bool {
+    /// that the next one rings the doorbell (poll, and a receiver about to sleep). Also,
+    /// under the same lock, the drops a reader takes from an empty ring
+    /// ([`Conn::datagram_drops`]): a poll counts them as a read does.
+    pub(crate) fn datagram_ready(&self, fabric: &dyn Fabric) -> (bool, u32) {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
         let Some(rx) = g.rx.as_mut() else {
-            return false;
+            return (false, 0);
         };
         let (ready, ring) = match rx.prepare_wait() {
             Ok(d) => (!d.sleep && rx.available() > 0, d.notify_peer),
             // A broken ring is "ready": the next read finds the error and drops it.
             Err(_) => (true, false),
         };
+        let drops = drops_of(&mut g);
         drop(g);
         if ring {
             self.notify_peer(fabric, peer_id);
         }
-        ready
+        (ready, drops)
     }
 
     /// Takes the datagrams the peer queued up to now and no more (the receiving socket

@@ -636,14 +636,15 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         {
             return Err(ProtocolError::HeaderMismatch);
         }
+        let threshold = threshold.clamp(1, params.geometry.size());
         Ok(Self {
             ring,
             ring_base,
             credit,
             credit_base,
             params,
-            threshold: threshold.clamp(1, params.geometry.size()),
-            lazy_threshold: threshold.clamp(1, params.geometry.size()),
+            threshold,
+            lazy_threshold: threshold,
             drops_seen: 0,
             consumed: params.start,
             published: params.start,

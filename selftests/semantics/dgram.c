@@ -479,14 +479,30 @@ void t_dgram_timestamp(void)
 	close(b);
 }
 
+/*
+ * Sends one more datagram from a to b, which must report (SO_RXQ_OVFL) every one of the
+ * `dropped` datagrams not received: the count at its queueing (UDP) or its reading (SCI).
+ */
+static void next_reports_drops(int a, int b, const struct sockaddr_storage *ba, int dropped)
+{
+	char cbuf[256];
+	struct msghdr mh;
+	struct cmsghdr *c;
+	uint32_t drops = 0;
+
+	send_to(a, "next", 4, ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
+	CHECK(c, "no SO_RXQ_OVFL control message after %d drops", dropped);
+	memcpy(&drops, CMSG_DATA(c), sizeof(drops));
+	EXPECT_EQ(drops, dropped);
+}
+
 void t_dgram_rcvbuf_drops(void)
 {
 	enum { N = 64, SIZE = 1000 };
 	struct sockaddr_storage aa, ba;
-	char cbuf[256], buf[SIZE];
-	struct msghdr mh;
-	struct cmsghdr *c;
-	uint32_t drops = 0;
+	char buf[SIZE];
 	int a, b, i, got = 0;
 	ssize_t n;
 
@@ -507,12 +523,7 @@ void t_dgram_rcvbuf_drops(void)
 	 * SO_RXQ_OVFL reports the drops counted when a datagram was queued: the next one
 	 * says that every datagram not received was counted as dropped.
 	 */
-	send_to(a, "next", 4, &ba);
-	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
-	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
-	CHECK(c, "no SO_RXQ_OVFL control message after %d drops", N - got);
-	memcpy(&drops, CMSG_DATA(c), sizeof(drops));
-	EXPECT_EQ(drops, N - got);
+	next_reports_drops(a, b, &ba, N - got);
 	close(a);
 	close(b);
 }
@@ -1472,9 +1483,7 @@ void t_dgram_fabric_rcvbuf_drops(void)
 	struct sockaddr_storage aa, ba;
 	char cbuf[256], buf[SIZE];
 	struct msghdr mh;
-	struct cmsghdr *c;
 	long sent0 = 0, dropped0 = 0;
-	uint32_t drops = 0;
 	int a, b, i, got = 0, rcvbuf;
 	socklen_t len = sizeof(rcvbuf);
 
@@ -1520,12 +1529,7 @@ void t_dgram_fabric_rcvbuf_drops(void)
 		CHECK(sent == got && dropped == N - got,
 		      "over SCI: %ld sent, %ld dropped, %d received of %d", sent, dropped, got, N);
 	}
-	send_to(a, "next", 4, &ba);
-	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
-	c = find_cmsg(&mh, SOL_SOCKET, SO_RXQ_OVFL);
-	CHECK(c, "no SO_RXQ_OVFL control message after %d drops", N - got);
-	memcpy(&drops, CMSG_DATA(c), sizeof(drops));
-	EXPECT_EQ(drops, N - got);
+	next_reports_drops(a, b, &ba, N - got);
 	if (sci_path_expected())
 		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent") - sent0, got + 1);
 	close(a);

@@ -503,8 +503,9 @@ impl Endpoint {
         let mut ready = false;
         for conn in conns.iter().flatten() {
             // Every ring is asked, ready or not: each must ring at its next datagram.
-            ready |= conn.datagram_ready(plane.fabric());
-            self.native.add_drops(conn.datagram_drops());
+            let (waiting, drops) = conn.datagram_ready(plane.fabric());
+            ready |= waiting;
+            self.native.add_drops(drops);
         }
         ready
     }
@@ -690,7 +691,8 @@ impl DatagramPort for Endpoint {
         drop(g);
         // The new ring rings the doorbell at its first datagram, so a reader asleep (or an
         // epoll) hears of it. The socket is not woken now: nothing arrived, and a wake
-        // would report an edge to an edge-triggered epoll that UDP never reports.
+        // would report an edge to an edge-triggered epoll that UDP never reports. (A new
+        // ring has dropped nothing yet.)
         conn.datagram_ready(plane.fabric());
         Ok(())
     }
