@@ -161,18 +161,24 @@ impl Plane<'_> {
             return self.reject(from, request, RejectReason::BadOffer);
         };
         // Namespace cookies are this kernel's: another node can only name our initial
-        // namespace (0); a cookie from it would match a namespace by accident.
-        if from != self.fabric.local_node() && request.namespace != 0 {
+        // namespace (0); a cookie from it would match a namespace by accident. Its
+        // request is served where the destination address is (the initial namespace,
+        // or a namespace that publishes its addresses: `namespaces`).
+        let namespace = if from == self.fabric.local_node() {
+            request.namespace
+        } else if request.namespace == 0 {
+            self.table.publishing.serving(dst_ip)
+        } else {
             return self.reject(from, request, RejectReason::NoListener);
-        }
+        };
         let target = if request.datagram {
             self.table
                 .datagram_ports
-                .find(dst_ip, request.dst_port, request.namespace)
+                .find(dst_ip, request.dst_port, namespace)
                 .map(|(addr, port)| (addr.v6, Target::Port(port)))
         } else {
             self.table
-                .listener(dst_ip, request.dst_port, request.namespace)
+                .listener(dst_ip, request.dst_port, namespace)
                 .map(|queue| (queue.addr.v6, Target::Listener(queue)))
         };
         let Some((v6, target)) = target else {

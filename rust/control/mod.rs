@@ -26,6 +26,7 @@ mod datagram_ports;
 mod handshake;
 mod inbox;
 mod listen_queue;
+pub(crate) mod namespaces;
 mod refusals;
 mod table;
 
@@ -131,6 +132,11 @@ impl ControlPlane {
     /// The plane's operations (a datagram socket ends its implicit connections with them).
     pub(crate) fn plane(&self) -> Plane<'_> {
         self.parts.plane()
+    }
+
+    /// The network namespaces that publish their addresses beside the initial one.
+    pub(crate) fn publishing(&self) -> &namespaces::Publishing {
+        &self.parts.table.publishing
     }
 
     /// The fabric this node is on.

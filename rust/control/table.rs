@@ -15,6 +15,7 @@ use super::connector::Connector;
 use super::datagram_ports::{DatagramPorts, MAX_PORTS};
 use super::inbox::{Dropped, Inbox};
 use super::listen_queue::ListenQueue;
+use super::namespaces::Publishing;
 use super::refusals::Refusals;
 use crate::config::rules::Ip;
 use crate::conn::{once_a_second, Conn, HeldSlots, MAX_CONNS};
@@ -86,6 +87,9 @@ pub(crate) struct Table {
     /// The datagram sockets implicit connections reach.
     #[pin]
     pub(super) datagram_ports: DatagramPorts,
+    /// The network namespaces that publish their addresses beside the initial one.
+    #[pin]
+    pub(super) publishing: Publishing,
 }
 
 /// What the fabric delivers.
@@ -104,6 +108,10 @@ impl FabricEvents for Table {
 
     fn memory_going(&self) {
         Table::memory_going(self);
+    }
+
+    fn local_addresses(&self, out: &mut [[u8; 16]]) -> usize {
+        self.publishing.addresses(out)
     }
 }
 
@@ -132,6 +140,7 @@ impl Table {
             last_sweep_ms: AtomicI64::new(0),
             refusals <- kernel::new_spinlock!(refusals, "control::Table::refusals"),
             datagram_ports <- datagram_ports,
+            publishing <- Publishing::new(),
         }? Error))
     }
 

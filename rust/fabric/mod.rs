@@ -43,6 +43,10 @@ pub(crate) trait FabricEvents: Send + Sync {
     /// now ([`SegMem::rehome`]); once this returns, the rest reads as zeroes. Called in
     /// process context, may sleep.
     fn memory_going(&self);
+    /// The addresses this node publishes (a fabric that publishes them asks now and
+    /// then): IPv6 bytes, IPv4 as IPv4-mapped, those of the initial network namespace
+    /// first; how many were written into `out`. Process context.
+    fn local_addresses(&self, out: &mut [[u8; 16]]) -> usize;
 }
 
 /// How a node's fabric path ended, as far as the region shows.

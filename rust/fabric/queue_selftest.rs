@@ -46,6 +46,11 @@ impl FabricEvents for Counters {
     fn node_down(&self, _node: NodeId, _loss: NodeLoss) {}
 
     fn memory_going(&self) {}
+
+    /// A test fabric publishes no address.
+    fn local_addresses(&self, _out: &mut [[u8; 16]]) -> usize {
+        0
+    }
 }
 
 fn pattern(stream: u8, off: usize) -> u8 {

@@ -61,6 +61,11 @@ pub(crate) fn alloc(bitmap: &mut [u64], total: usize, n: usize) -> Option<usize>
     None
 }
 
+/// Takes page `i` for good, before any allocation (a page with a fixed use).
+pub(crate) fn reserve(bitmap: &mut [u64], i: usize) {
+    mark(bitmap, i, true);
+}
+
 /// Frees pages `first..first + n` (pages beyond the bitmap are ignored).
 pub(crate) fn free(bitmap: &mut [u64], first: usize, n: usize) {
     for p in first..first.saturating_add(n) {

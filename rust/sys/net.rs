@@ -26,16 +26,30 @@ pub(crate) fn addr6_is_local(net: *mut bindings::net, a: [u8; 16]) -> bool {
     unsafe { bindings::sci_addr6_is_local(net, &addr) }
 }
 
-/// Up to `N` addresses of this host's interfaces in the initial namespace that another
-/// node could reach (not loopback, link-local or multicast), IPv4 first as IPv4-mapped
-/// IPv6; the count is the second value.
-pub(crate) fn host_addrs<const N: usize>() -> ([[u8; 16]; N], usize) {
-    let mut out = [[0u8; 16]; N];
-    let max = core::ffi::c_int::try_from(N).unwrap_or(0);
-    // SAFETY: `out` holds `max` 16-byte addresses and lives across the call, which
-    // writes at most that many.
-    let n = unsafe { bindings::sci_host_addrs(out.as_mut_ptr().cast(), max) };
-    (out, usize::try_from(n).unwrap_or(0).min(N))
+/// Fills `out` with addresses of the interfaces of the network namespace whose cookie is
+/// `cookie` (0: the initial namespace) that another node could reach (not loopback,
+/// link-local or multicast), IPv4 first as IPv4-mapped IPv6; returns how many, or `None`
+/// if that namespace is gone. Cookies are never reused, so a gone one stays gone.
+pub(crate) fn net_addrs(cookie: u64, out: &mut [[u8; 16]]) -> Option<usize> {
+    let max = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
+    // SAFETY: `out` holds at least `max` 16-byte addresses and lives across the call,
+    // which writes at most that many; the namespace is looked up by its cookie under RCU.
+    let n = unsafe { bindings::sci_net_addrs(cookie, out.as_mut_ptr().cast(), max) };
+    usize::try_from(n).ok().map(|n| n.min(out.len()))
+}
+
+/// Whether `a` (IPv4 as IPv4-mapped) is an address of an interface of the network
+/// namespace whose cookie is `cookie` (0: the initial one); `None` if it is gone.
+pub(crate) fn net_holds_addr(cookie: u64, a: [u8; 16]) -> Option<bool> {
+    // SAFETY: `in6_addr` is a 16-byte union of integer arrays: any bytes are valid.
+    let addr = unsafe { core::mem::transmute::<[u8; 16], bindings::in6_addr>(a) };
+    // SAFETY: `addr` lives across the call; the namespace is looked up by its cookie
+    // under RCU.
+    match unsafe { bindings::sci_net_holds_addr(cookie, &addr) } {
+        0 => Some(false),
+        1 => Some(true),
+        _ => None,
+    }
 }
 
 /// The source address a TCP connect from namespace `net` to the IPv4 address `dest`

@@ -107,6 +107,8 @@ struct sci_info {
 /* At most this many node map entries and port rules. */
 #define SCI_NODES_MAX		1024
 #define SCI_PORT_RULES_MAX	64
+/* At most this many network namespaces publish their addresses (SCI_CMD_PUBLISH_SET). */
+#define SCI_PUBLISH_NETNS_MAX	16
 
 enum sci_cmd {
 	SCI_CMD_UNSPEC,
@@ -120,6 +122,10 @@ enum sci_cmd {
 				 * SCI_A_NODE nest names (SCI_NODE_A_ID), as a link that failed:
 				 * its connections move onto TCP (or reset), and the link is
 				 * made again when both nodes are still alive */
+	SCI_CMD_PUBLISH_SET,	/* do, admin: SCI_A_PUBLISH 1 makes the requester's network
+				 * namespace (not the initial one, which always does) publish
+				 * its addresses in the fabric and serve SCI requests for them;
+				 * 0 stops it */
 
 	__SCI_CMD_MAX,
 };
@@ -132,6 +138,8 @@ enum sci_attr {
 	SCI_A_PORT_RULE,	/* nest: enum sci_port_attr (multi-attr in PORT_SET) */
 	SCI_A_SOCK,		/* nest: enum sci_sock_attr (replies only) */
 	SCI_A_STATS,		/* nest: enum sci_stats_attr (replies only) */
+	SCI_A_PUBLISH,		/* u8: whether a network namespace publishes its addresses
+				 * (PUBLISH_SET requests, STATS_GET replies) */
 
 	__SCI_A_MAX,
 };

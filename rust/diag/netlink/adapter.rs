@@ -175,6 +175,19 @@ impl<'a> Request<'a> {
         unsafe { bindings::sci_genl_set_err_msg(self.info.as_ptr(), nla, msg.as_char_ptr().cast()) }
     }
 
+    /// The requester's network namespace: its cookie, and whether it is the initial one.
+    pub(crate) fn namespace(&self) -> (u64, bool) {
+        // SAFETY: the requester's namespace is alive during the request; both read a
+        // field of it.
+        unsafe {
+            let net = bindings::sci_genl_info_net(self.info.as_ptr());
+            (
+                bindings::sci_net_cookie(net),
+                bindings::sci_net_is_init(net),
+            )
+        }
+    }
+
     /// The counters of the requester's network namespace.
     pub(crate) fn stats(&self) -> &'a NetStats {
         // SAFETY: the pernet data of a live namespace (the requester's, alive during the
@@ -407,6 +420,19 @@ unsafe extern "C" fn link_drop(
     unsafe { run_do(info, super::link_drop) }
 }
 
+/// `SCI_CMD_PUBLISH_SET`.
+///
+/// # Safety
+///
+/// Called only by the genetlink core, with a live, validated request.
+unsafe extern "C" fn publish_set(
+    _skb: *mut bindings::sk_buff,
+    info: *mut bindings::genl_info,
+) -> c_int {
+    // SAFETY: see the function's contract.
+    unsafe { run_do(info, super::publish_set) }
+}
+
 /// The handlers `genl.c` installs in the family's ops.
 static HANDLERS: bindings::sci_genl_handlers = bindings::sci_genl_handlers {
     node_dump: Some(node_dump),
@@ -416,6 +442,7 @@ static HANDLERS: bindings::sci_genl_handlers = bindings::sci_genl_handlers {
     sock_dump: Some(sock_dump),
     stats_get: Some(stats_get),
     link_drop: Some(link_drop),
+    publish_set: Some(publish_set),
 };
 
 /// The registered netlink family; unregistered on drop.

@@ -10,10 +10,12 @@ pub(crate) mod adapter;
 use crate::config::rules::{
     FallbackReason, Ip, NodeId, PortAction, PortRule, NODES_MAX, PORT_RULES_MAX,
 };
+use crate::control::namespaces::PublishError;
 use crate::socket::proto_ops::for_each_socket;
 use crate::socket::registry::SockInfo;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
+use crate::sys::errno::errno;
 use adapter::{Attr, Dump, Request, Writer};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -29,6 +31,7 @@ const A_NODE: u16 = bindings::sci_attr_SCI_A_NODE as u16;
 const A_PORT_RULE: u16 = bindings::sci_attr_SCI_A_PORT_RULE as u16;
 const A_SOCK: u16 = bindings::sci_attr_SCI_A_SOCK as u16;
 const A_STATS: u16 = bindings::sci_attr_SCI_A_STATS as u16;
+const A_PUBLISH: u16 = bindings::sci_attr_SCI_A_PUBLISH as u16;
 
 /// An `EINVAL` with an extended ack message.
 fn invalid(req: &Request<'_>, attr: &Attr<'_>, msg: &'static CStr) -> Error {
@@ -118,6 +121,47 @@ pub(crate) fn link_drop(stack: &Stack, req: &Request<'_>) -> Result {
     }
     let node = node.and_then(|n| u16::try_from(n).ok()).ok_or(EINVAL)?;
     stack.plane.fabric().drop_link(node)
+}
+
+/// `SCI_CMD_PUBLISH_SET`: makes the requester's network namespace publish its addresses
+/// (`SCI_A_PUBLISH` 1) or stop (0); see `crate::control::namespaces`.
+pub(crate) fn publish_set(stack: &Stack, req: &Request<'_>) -> Result {
+    let mut on = None;
+    for attr in req.attrs() {
+        if attr.kind() != A_PUBLISH || on.is_some() {
+            return Err(invalid(
+                req,
+                &attr,
+                c_str!("one SCI_A_PUBLISH belongs here"),
+            ));
+        }
+        on = attr.data().first().map(|&b| b != 0);
+    }
+    let Some(on) = on else {
+        req.error(None, c_str!("SCI_A_PUBLISH is missing"));
+        return Err(EINVAL);
+    };
+    let (cookie, init) = req.namespace();
+    stack
+        .plane
+        .publishing()
+        .set(cookie, init, on)
+        .map_err(|e| match e {
+            PublishError::Initial => {
+                req.error(
+                    None,
+                    c_str!("the initial network namespace always publishes its addresses"),
+                );
+                EINVAL
+            }
+            PublishError::Full => {
+                req.error(
+                    None,
+                    c_str!("at most 16 network namespaces publish their addresses"),
+                );
+                errno(bindings::ENOSPC)
+            }
+        })
 }
 
 /// One `SCI_A_PORT_RULE` nest.
@@ -331,10 +375,13 @@ pub(crate) fn sock_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
 }
 
 /// `SCI_CMD_STATS_GET`: the counters of the requester's namespace.
-pub(crate) fn stats_get(_stack: &Stack, req: &Request<'_>) -> Result {
+pub(crate) fn stats_get(stack: &Stack, req: &Request<'_>) -> Result {
     use bindings::*;
     let stats = req.stats().snapshot();
+    let (cookie, init) = req.namespace();
+    let publishes = stack.plane.publishing().publishes(cookie, init);
     req.reply(CMD_STATS_GET, |w| {
+        w.put_u8(A_PUBLISH, u8::from(publishes))?;
         w.nest(A_STATS, |w| {
             let pad = sci_stats_attr_SCI_STATS_A_PAD as u16;
             w.put_u64(

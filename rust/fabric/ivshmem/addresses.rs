@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! This node's IP addresses, published in its node table entry, and its peers'.
+//! This node's IP addresses, published in its node table entry and address page, and its
+//! peers'.
 //!
 //! With no node map loaded, a connect to an address a linked peer published goes to that
 //! peer (`rust/config/rules.rs`), so two guests need no node map file. The node publishes
-//! its first addresses ([`PUBLISHED_ADDRS`]: IPv4, then IPv6) when it joins, before it
-//! says "up", and the poller looks again every [`RECHECK_MS`] (addresses may come after
-//! the module: DHCP at boot, `ip addr add`), rewriting them only when they changed.
-//! Whether an address a peer claims is believed is the administrator's decision: a
-//! loaded node map is used instead, whatever peers publish.
+//! its addresses (the initial network namespace's, IPv4, then IPv6, then those of the
+//! namespaces that publish theirs; the layer above says which, through
+//! [`FabricEvents::local_addresses`]) when it joins, before it says "up", and the poller
+//! looks again every [`RECHECK_MS`] (addresses may come after the module: DHCP at boot,
+//! `ip addr add`, a namespace that starts publishing), rewriting them only when they
+//! changed. Whether an address a peer claims is believed is the administrator's decision:
+//! a loaded node map is used instead, whatever peers publish.
 
 use super::attachment::Attachment;
 use crate::config::rules::Ip;
-use crate::fabric::NodeId;
-use crate::proto::region::{v4_mapped, PublishedAddr, Region, PUBLISHED_ADDRS};
-use crate::sys::net::host_addrs;
+use crate::fabric::{FabricEvents, NodeId};
+use crate::proto::region::{v4_mapped, PublishedAddr, Region, MAX_PUBLISHED};
 use core::fmt;
 use kernel::prelude::*;
 
@@ -23,18 +25,38 @@ pub(super) const RECHECK_MS: u64 = 1000;
 /// Reads of a peer's addresses that race its rewrite before giving up for this time.
 const READ_TRIES: usize = 3;
 
-/// The addresses this node publishes.
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
+/// A node's published addresses, at most [`MAX_PUBLISHED`].
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct HostAddrs {
-    list: [PublishedAddr; PUBLISHED_ADDRS],
+    list: [PublishedAddr; MAX_PUBLISHED],
     count: usize,
 }
 
+impl Default for HostAddrs {
+    fn default() -> Self {
+        Self {
+            list: [[0; 16]; MAX_PUBLISHED],
+            count: 0,
+        }
+    }
+}
+
 impl HostAddrs {
-    /// This host's first addresses that another node could reach, now.
-    pub(super) fn now() -> Self {
-        let (list, count) = host_addrs::<PUBLISHED_ADDRS>();
-        Self { list, count }
+    /// The addresses this node publishes now, as the layer above lists them.
+    pub(super) fn now(events: &dyn FabricEvents) -> Self {
+        let mut a = Self::default();
+        a.count = events.local_addresses(&mut a.list).min(MAX_PUBLISHED);
+        a
+    }
+
+    /// What `node` published, read from `region` (none if it is rewriting them each time
+    /// it is read).
+    fn of<S: crate::proto::segment::Segment>(region: &Region<S>, node: NodeId) -> Self {
+        let mut a = Self::default();
+        a.count = (0..READ_TRIES)
+            .find_map(|_| region.read_published(node, &mut a.list))
+            .unwrap_or(0);
+        a
     }
 
     /// As a slice.
@@ -104,16 +126,6 @@ fn to_published(ip: Ip) -> PublishedAddr {
     }
 }
 
-/// `node`'s published addresses (none if it is rewriting them each time it is read).
-fn read<S: crate::proto::segment::Segment>(
-    region: &Region<S>,
-    node: NodeId,
-) -> [Option<PublishedAddr>; PUBLISHED_ADDRS] {
-    (0..READ_TRIES)
-        .find_map(|_| region.published_addresses(node))
-        .unwrap_or([None; PUBLISHED_ADDRS])
-}
-
 impl Attachment {
     /// The linked peers, in node order.
     fn linked_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
@@ -130,7 +142,7 @@ impl Attachment {
             return;
         }
         p.next_ms = now.saturating_add(RECHECK_MS);
-        let addrs = HostAddrs::now();
+        let addrs = HostAddrs::now(&*self.events);
         if addrs != p.addrs {
             self.region.publish_addresses(self.me, addrs.as_slice());
             p.record(self.me, addrs, now);
@@ -141,21 +153,25 @@ impl Attachment {
     pub(super) fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
         let want = to_published(ip.canonical());
         self.linked_peers()
-            .find(|&n| read(&self.region, n).contains(&Some(want)))
+            .find(|&n| HostAddrs::of(&self.region, n).as_slice().contains(&want))
     }
 
     /// Calls `f` on the addresses linked peers published, in node order, from the
     /// `skip`th on, until it returns false.
     pub(super) fn visit_published(&self, skip: usize, f: &mut dyn FnMut(Ip, NodeId) -> bool) {
-        let all = self.linked_peers().flat_map(|n| {
-            read(&self.region, n)
-                .into_iter()
-                .flatten()
-                .map(move |a| (to_ip(a), n))
-        });
-        for (ip, node) in all.skip(skip) {
-            if !f(ip, node) {
-                return;
+        let mut skip = skip;
+        for n in self.linked_peers() {
+            let addrs = HostAddrs::of(&self.region, n);
+            let list = addrs.as_slice();
+            let Some(rest) = list.get(skip..) else {
+                skip = skip.saturating_sub(list.len());
+                continue;
+            };
+            skip = 0;
+            for a in rest {
+                if !f(to_ip(*a), n) {
+                    return;
+                }
             }
         }
     }

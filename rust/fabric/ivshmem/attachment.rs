@@ -214,7 +214,7 @@ impl Attachment {
             generation: 0,
         };
         let whole = SegMem::device(&dev.mem, 0, dev.mem.len(), None, None)?;
-        let addrs = HostAddrs::now();
+        let addrs = HostAddrs::now(&*events);
         let joined = node::join(&whole, me, word, nodes, liveness, addrs.as_slice())?;
         let word = NodeWord {
             generation: joined.generation,

@@ -13,7 +13,7 @@
 use super::now_ms;
 use crate::fabric::memory::SegOwner;
 use crate::proto::pages;
-use crate::proto::region::DirEntry;
+use crate::proto::region::{DirEntry, ADDR_PAGE};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
@@ -48,9 +48,11 @@ pub(super) struct Heap {
 }
 
 impl Heap {
-    /// A heap of `pages` pages serving `channels` channels.
+    /// A heap of `pages` pages serving `channels` channels. Its first page is this
+    /// node's address page (`ADDR_PAGE`), never handed out.
     pub(super) fn new(pages: usize, channels: usize) -> Result<Arc<Self>> {
-        let bitmap = KVec::from_elem(0u64, pages::bitmap_words(pages), GFP_KERNEL)?;
+        let mut bitmap = KVec::from_elem(0u64, pages::bitmap_words(pages), GFP_KERNEL)?;
+        pages::reserve(bitmap.as_mut_slice(), ADDR_PAGE);
         let quarantine = KVec::from_elem(None, channels.saturating_mul(2), GFP_KERNEL)?;
         let export_gen = KVec::from_elem(0u16, channels, GFP_KERNEL)?;
         Arc::pin_init(

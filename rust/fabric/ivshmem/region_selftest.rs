@@ -86,6 +86,11 @@ impl FabricEvents for Seen {
     }
 
     fn memory_going(&self) {}
+
+    /// A test fabric publishes no address.
+    fn local_addresses(&self, _out: &mut [[u8; 16]]) -> usize {
+        0
+    }
 }
 
 /// Delivers to [`SEEN`] (the fabric takes its events as an `Arc`).
@@ -105,6 +110,11 @@ impl FabricEvents for SeenEvents {
     }
 
     fn memory_going(&self) {}
+
+    /// A test fabric publishes no address.
+    fn local_addresses(&self, _out: &mut [[u8; 16]]) -> usize {
+        0
+    }
 }
 
 /// What the test fabric delivered (one self-test runs at a time: at module load).

@@ -59,6 +59,21 @@ pub(crate) const NODE_ADDR_SEQ: usize = 0x10;
 pub(crate) const NODE_ADDRS: usize = 0x18;
 /// How many addresses a node can publish.
 pub(crate) const PUBLISHED_ADDRS: usize = 2;
+/// The heap page of a node's addresses beyond [`PUBLISHED_ADDRS`] (its first heap page,
+/// which a node of this version never hands to a segment; see [`super::addresses`]).
+pub(crate) const ADDR_PAGE: usize = 0;
+/// Address page: u64 magic, [`ADDR_PAGE_MAGIC`] once the node publishes there.
+pub(crate) const ADDR_PAGE_MAGIC_OFF: usize = 0x00;
+/// Address page: u64 count of the addresses that follow.
+pub(crate) const ADDR_PAGE_COUNT: usize = 0x08;
+/// Address page: the addresses, [`PAGE_ADDRS`] of 16 bytes at most.
+pub(crate) const ADDR_PAGE_ADDRS: usize = 0x10;
+/// `"SCIADDRS"` as a little-endian u64: the address page's magic.
+pub(crate) const ADDR_PAGE_MAGIC: u64 = u64::from_le_bytes(*b"SCIADDRS");
+/// How many addresses the address page holds.
+pub(crate) const PAGE_ADDRS: usize = 32;
+/// How many addresses a node can publish in all.
+pub(crate) const MAX_PUBLISHED: usize = PUBLISHED_ADDRS + PAGE_ADDRS;
 /// Node entry: u64 links ([`LinkWord`]), one per node.
 pub(crate) const NODE_LINKS: usize = 0x40;
 /// Area: the doorbell blocks, one per sender, from the area's start.

@@ -19,7 +19,9 @@
 //!         slot areas of the mailboxes j → i, one per node j             written by node j
 //!         ack areas of the mailboxes i → j, one per node j              written by node j
 //!         export directory: `channels` u64 entries                      written by node i
-//!         heap (page-aligned): node i's segments, which peers map and write
+//!         heap (page-aligned): node i's segments, which peers map and write; its
+//!              first page holds node i's addresses beyond the two of its node entry
+//!              (see addresses), unless node i is older than that page
 //! ```
 //!
 //! Why it looks like this:

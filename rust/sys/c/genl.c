@@ -29,6 +29,7 @@ static const struct nla_policy sci_port_policy[SCI_PORT_A_MAX + 1] = {
 static const struct nla_policy sci_policy[SCI_A_MAX + 1] = {
 	[SCI_A_NODE]		= NLA_POLICY_NESTED(sci_node_policy),
 	[SCI_A_PORT_RULE]	= NLA_POLICY_NESTED(sci_port_policy),
+	[SCI_A_PUBLISH]		= NLA_POLICY_MAX(NLA_U8, 1),
 };
 
 /* doit/dumpit are filled in from the Rust handlers by sci_genl_register(). */
@@ -40,6 +41,7 @@ static struct genl_small_ops sci_genl_ops[] = {
 	{ .cmd = SCI_CMD_SOCK_GET },
 	{ .cmd = SCI_CMD_STATS_GET },
 	{ .cmd = SCI_CMD_LINK_DROP, .flags = GENL_ADMIN_PERM },
+	{ .cmd = SCI_CMD_PUBLISH_SET, .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family sci_genl_family = {
@@ -67,6 +69,7 @@ int sci_genl_register(const struct sci_genl_handlers *h)
 		case SCI_CMD_SOCK_GET:	op->dumpit = h->sock_dump; break;
 		case SCI_CMD_STATS_GET:	op->doit = h->stats_get; break;
 		case SCI_CMD_LINK_DROP:	op->doit = h->link_drop; break;
+		case SCI_CMD_PUBLISH_SET: op->doit = h->publish_set; break;
 		}
 	}
 	return genl_register_family(&sci_genl_family);
@@ -181,13 +184,13 @@ bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr)
 #endif
 }
 
-int sci_host_addrs(u8 *out, int max)
+/* sci_net_addrs() for one namespace; the caller holds rcu_read_lock(). */
+static int sci_addrs_of(struct net *net, u8 *out, int max)
 {
 	struct net_device *dev;
 	int n = 0;
 
-	rcu_read_lock();
-	for_each_netdev_rcu(&init_net, dev) {
+	for_each_netdev_rcu(net, dev) {
 		struct in_device *in_dev = __in_dev_get_rcu(dev);
 		const struct in_ifaddr *ifa;
 
@@ -198,7 +201,7 @@ int sci_host_addrs(u8 *out, int max)
 			struct in6_addr mapped;
 
 			if (n >= max)
-				goto out;
+				return n;
 			if (ipv4_is_loopback(a) || ipv4_is_multicast(a) ||
 			    ipv4_is_linklocal_169(a) || ipv4_is_zeronet(a))
 				continue;
@@ -208,7 +211,7 @@ int sci_host_addrs(u8 *out, int max)
 		}
 	}
 #if IS_ENABLED(CONFIG_IPV6)
-	for_each_netdev_rcu(&init_net, dev) {
+	for_each_netdev_rcu(net, dev) {
 		struct inet6_dev *idev = __in6_dev_get(dev);
 		const struct inet6_ifaddr *ifp;
 
@@ -232,9 +235,52 @@ int sci_host_addrs(u8 *out, int max)
 			break;
 	}
 #endif
-out:
+	return n;
+}
+
+/*
+ * The namespace whose cookie is cookie (0: the initial one), or NULL if it is gone.  The
+ * caller holds rcu_read_lock(): a namespace stays on the list, whole, until a grace
+ * period after cleanup_net() unlinked it, and its cookie is never reused.
+ */
+static struct net *sci_net_of_cookie(u64 cookie)
+{
+	struct net *net;
+
+	if (!cookie)
+		return &init_net;
+	for_each_net_rcu(net)
+		if (net->net_cookie == cookie)
+			return net;
+	return NULL;
+}
+
+int sci_net_addrs(u64 cookie, u8 *out, int max)
+{
+	struct net *net;
+	int n = -ENOENT;
+
+	rcu_read_lock();
+	net = sci_net_of_cookie(cookie);
+	if (net)
+		n = sci_addrs_of(net, out, max);
 	rcu_read_unlock();
 	return n;
+}
+
+int sci_net_holds_addr(u64 cookie, const struct in6_addr *addr)
+{
+	struct net *net;
+	int held = -ENOENT;
+
+	rcu_read_lock();
+	net = sci_net_of_cookie(cookie);
+	if (net && ipv6_addr_v4mapped(addr))
+		held = sci_addr4_is_local(net, addr->s6_addr32[3]);
+	else if (net)
+		held = sci_addr6_is_local(net, addr);
+	rcu_read_unlock();
+	return held;
 }
 
 int sci_route4_source(struct net *net, __be32 daddr, __be32 *saddr)

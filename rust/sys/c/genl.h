@@ -26,6 +26,7 @@ struct sci_genl_handlers {
 	int (*sock_dump)(struct sk_buff *skb, struct netlink_callback *cb);
 	int (*stats_get)(struct sk_buff *skb, struct genl_info *info);
 	int (*link_drop)(struct sk_buff *skb, struct genl_info *info);
+	int (*publish_set)(struct sk_buff *skb, struct genl_info *info);
 };
 
 /* Registers the family with these handlers (which must outlive the registration). */
@@ -90,11 +91,17 @@ bool sci_addr4_is_local(struct net *net, __be32 addr);
 bool sci_addr6_is_local(struct net *net, const struct in6_addr *addr);
 
 /*
- * Up to max addresses of this host's interfaces in the initial namespace that another
- * node could reach (not loopback, link-local or multicast; IPv6 ones not tentative),
- * IPv4 first as IPv4-mapped IPv6, 16 bytes each into out; returns how many.
+ * Up to max addresses of the interfaces of the network namespace whose cookie is cookie
+ * (0: the initial namespace) that another node could reach (not loopback, link-local or
+ * multicast; IPv6 ones not tentative), IPv4 first as IPv4-mapped IPv6, 16 bytes each
+ * into out; returns how many, or -ENOENT if that namespace is gone.
  */
-int sci_host_addrs(u8 *out, int max);
+int sci_net_addrs(u64 cookie, u8 *out, int max);
+/*
+ * Whether addr (IPv4 as IPv4-mapped) is an address of an interface of the namespace
+ * whose cookie is cookie (0: the initial one): 1 or 0, -ENOENT if it is gone.
+ */
+int sci_net_holds_addr(u64 cookie, const struct in6_addr *addr);
 
 /*
  * The source address a TCP connect to daddr would use (the route's preferred source, as

@@ -18,8 +18,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use sci_proto::layout::{
-    self, encode_frame, flag_word, link_word, Export, Forged, Map, Node, State, CREDIT_CONS_CURSOR,
-    CREDIT_CONS_FLAGS, FRAME_WORDS, PUBLISHED_ADDRS, RX_GENERATION, RX_PROD_CURSOR, RX_PROD_FLAGS,
+    self, encode_frame, flag_word, link_word, Export, Forged, Map, Node, State, ADDR_PAGE_ADDRS,
+    ADDR_PAGE_COUNT, ADDR_PAGE_MAGIC, ADDR_PAGE_MAGIC_OFF, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS,
+    FRAME_WORDS, PAGE_ADDRS, PUBLISHED_ADDRS, RX_GENERATION, RX_PROD_CURSOR, RX_PROD_FLAGS,
     RX_RING_SIZE, RX_START,
 };
 
@@ -201,6 +202,9 @@ pub struct Liar<'a> {
     /// The addresses the liar published when it started (two words each), put back at
     /// the end.
     saved_addrs: Option<Vec<[u64; 2]>>,
+    /// The words of the liar's address page when it started (magic, count, addresses),
+    /// put back at the end.
+    saved_page: Vec<(usize, u64)>,
 }
 
 impl<'a> Liar<'a> {
@@ -244,6 +248,7 @@ impl<'a> Liar<'a> {
             cursor_lies: BTreeMap::new(),
             spare: Vec::new(),
             saved_addrs: None,
+            saved_page: Vec::new(),
             dgram_ports: Vec::new(),
         };
         for off in [map.node_word(liar), map.link(liar, victim)]
@@ -260,6 +265,12 @@ impl<'a> Liar<'a> {
                 })
                 .collect()
         });
+        if let Some(page) = map.address_page(liar) {
+            let words = ADDR_PAGE_ADDRS / 8 + PAGE_ADDRS * 2;
+            me.saved_page = (0..words)
+                .map(|w| (page + w * 8, me.load(page + w * 8)))
+                .collect();
+        }
         Ok(me)
     }
 
@@ -370,7 +381,12 @@ impl<'a> Liar<'a> {
         }
         if self.kind == Kind::Addresses {
             if let Some(addrs) = self.saved_addrs.clone() {
-                self.publish(&addrs, "restored");
+                let page = self.saved_page.clone();
+                self.publish_with(&addrs, "restored", |me| {
+                    for (off, v) in page {
+                        me.store(off, v, "restored");
+                    }
+                });
             }
         }
     }
@@ -804,12 +820,16 @@ impl<'a> Liar<'a> {
     /// - `addr-claim`: what other nodes publish, the victim's own addresses first (the
     ///   victim keeps connections to its own addresses whatever a peer claims);
     /// - `addr-sequence`: the sequence alone, to a random even value, 0 ("nothing
-    ///   published"), the largest even value or the largest.
+    ///   published"), the largest even value or the largest;
+    /// - `addr-page`: the address page (the first page of the liar's heap, the addresses
+    ///   beyond the entry's): the magic right or not, a count within the page, past it,
+    ///   or huge, and garbage, unusable and claimed addresses in it.
     fn addresses(&mut self) {
         let Some((seq, first)) = self.map.addresses(self.liar) else {
             return;
         };
-        match self.rng.below(5) {
+        match self.rng.below(6) {
+            5 => self.address_page(),
             0 => {
                 let odd = layout::address_seq_open(self.load(seq));
                 self.store(seq, odd, "addr-torn");
@@ -856,9 +876,62 @@ impl<'a> Liar<'a> {
         }
     }
 
+    /// `addr-page`: see [`Liar::addresses`]; written under a proper sequence, so that
+    /// the victim reads the lie rather than giving up on it.
+    fn address_page(&mut self) {
+        let (Some(page), Some(entry)) =
+            (self.map.address_page(self.liar), self.saved_addrs.clone())
+        else {
+            return;
+        };
+        let magic = if self.rng.chance(3, 4) {
+            ADDR_PAGE_MAGIC
+        } else {
+            self.rng.next_u64()
+        };
+        let count = match self.rng.below(4) {
+            0 => PAGE_ADDRS as u64 + 1 + self.rng.below(8),
+            1 => self.rng.next_u64(),
+            _ => self.rng.below(PAGE_ADDRS as u64 + 1),
+        };
+        let claimed: Vec<[u64; 2]> = (0..self.map.nodes() as u16)
+            .filter(|&n| n != self.liar)
+            .filter_map(|n| self.map.published(self.words, n))
+            .flat_map(|slots| slots.into_iter().flatten())
+            .map(|a| layout::address_words(&a))
+            .collect();
+        let addrs: Vec<[u64; 2]> = (0..PAGE_ADDRS)
+            .map(|_| match self.rng.below(3) {
+                0 => [self.rng.next_u64(), self.rng.next_u64()],
+                1 => layout::address_words(&UNUSABLE[self.rng.index(UNUSABLE.len())]),
+                _ if !claimed.is_empty() => claimed[self.rng.index(claimed.len())],
+                _ => [self.rng.next_u64(), self.rng.next_u64()],
+            })
+            .collect();
+        self.publish_with(&entry, "addr-page", |me| {
+            me.store(page + ADDR_PAGE_MAGIC_OFF, magic, "addr-page");
+            me.store(page + ADDR_PAGE_COUNT, count, "addr-page");
+            for (slot, [lo, hi]) in addrs.iter().enumerate() {
+                let off = page + ADDR_PAGE_ADDRS + 16 * slot;
+                me.store(off, *lo, "addr-page");
+                me.store(off + 8, *hi, "addr-page");
+            }
+        });
+    }
+
     /// Writes `addrs` (two words each) as the liar's published addresses, as an honest
     /// node does: the sequence made odd, the words, the sequence made even.
     fn publish(&mut self, addrs: &[[u64; 2]], what: &'static str) {
+        self.publish_with(addrs, what, |_| {});
+    }
+
+    /// [`Liar::publish`], with `more` written under the same sequence (the address page).
+    fn publish_with(
+        &mut self,
+        addrs: &[[u64; 2]],
+        what: &'static str,
+        more: impl FnOnce(&mut Self),
+    ) {
         let Some((seq, first)) = self.map.addresses(self.liar) else {
             return;
         };
@@ -868,6 +941,7 @@ impl<'a> Liar<'a> {
             self.store(first + 16 * slot, *lo, what);
             self.store(first + 16 * slot + 8, *hi, what);
         }
+        more(self);
         self.store(seq, odd.wrapping_add(1), what);
     }
 

@@ -222,6 +222,13 @@ fn address_lies_claim_the_victims_and_are_put_back() {
     map.publish(&words, LIAR, &liar_addrs);
     let honest = map.published(&words, LIAR).unwrap();
     assert_eq!(honest, [Some(liar_addrs[0]), None]);
+    let page = map.address_page(LIAR).unwrap();
+    let page_words = || -> Vec<u64> {
+        (0..layout::ADDR_PAGE_ADDRS / 8 + layout::PAGE_ADDRS * 2)
+            .map(|w| words[page / 8 + w].load(Ordering::Relaxed))
+            .collect()
+    };
+    let page_before = page_words();
     let mut liar = Liar::new(&words, Kind::Addresses, (LIAR, VICTIM), 5, 400, &[]).unwrap();
     let (mut claimed, mut torn, mut unusable_seen) = (0, 0, 0);
     for ms in 0..400 {
@@ -250,12 +257,15 @@ fn address_lies_claim_the_victims_and_are_put_back() {
         "addr-unusable",
         "addr-claim",
         "addr-sequence",
+        "addr-page",
     ] {
         assert!(summary.contains(what), "{what} missing from {summary}");
     }
+    assert_ne!(page_words(), page_before, "the address page was lied in");
     liar.finish();
     drop(liar);
     assert_eq!(map.published(&words, LIAR), Some(honest));
+    assert_eq!(page_words(), page_before, "the address page is put back");
     assert_eq!(
         map.published(&words, VICTIM),
         Some([Some(victim[0]), Some(victim[1])])

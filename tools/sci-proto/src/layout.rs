@@ -37,6 +37,16 @@ pub const CREDIT_CONS_CURSOR: usize = ring::CREDIT_CONS_CURSOR;
 pub const CREDIT_CONS_FLAGS: usize = ring::CREDIT_CONS_FLAGS;
 /// Addresses a node publishes in its node table entry (16 bytes each).
 pub const PUBLISHED_ADDRS: usize = crate::proto::region::PUBLISHED_ADDRS;
+/// Addresses a node publishes in its address page (16 bytes each), beyond the entry's.
+pub const PAGE_ADDRS: usize = crate::proto::region::PAGE_ADDRS;
+/// Address page: offsets of the magic, the count and the first address.
+pub const ADDR_PAGE_MAGIC_OFF: usize = crate::proto::region::ADDR_PAGE_MAGIC_OFF;
+/// Address page: offset of the count.
+pub const ADDR_PAGE_COUNT: usize = crate::proto::region::ADDR_PAGE_COUNT;
+/// Address page: offset of the first address.
+pub const ADDR_PAGE_ADDRS: usize = crate::proto::region::ADDR_PAGE_ADDRS;
+/// Address page: the magic that says the page holds addresses.
+pub const ADDR_PAGE_MAGIC: u64 = crate::proto::region::ADDR_PAGE_MAGIC;
 /// Words of a mailbox frame.
 pub const FRAME_WORDS: usize = crate::proto::frame::FRAME_WORDS;
 
@@ -127,6 +137,15 @@ impl Map {
     /// Offset of `node`'s heartbeat counter.
     pub fn heartbeat(&self, node: u16) -> Option<usize> {
         self.layout.node_entry(node)?.checked_add(NODE_HEARTBEAT)
+    }
+
+    /// Offset of `node`'s address page (the first page of its heap), if it has a heap.
+    pub fn address_page(&self, node: u16) -> Option<usize> {
+        let page = crate::proto::region::ADDR_PAGE;
+        (self.layout.heap_pages() > page).then_some(())?;
+        self.layout
+            .heap(node)?
+            .checked_add(page.checked_mul(crate::proto::region::PAGE_SIZE)?)
     }
 
     /// Offsets of `node`'s published addresses: the sequence word, and the first of

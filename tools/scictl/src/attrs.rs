@@ -20,6 +20,7 @@ pub mod cmd {
     pub const SOCK_GET: u8 = 5;
     pub const STATS_GET: u8 = 6;
     pub const LINK_DROP: u8 = 7;
+    pub const PUBLISH_SET: u8 = 8;
 }
 
 /// `enum sci_attr`.
@@ -28,6 +29,7 @@ pub mod a {
     pub const PORT_RULE: u16 = 2;
     pub const SOCK: u16 = 3;
     pub const STATS: u16 = 4;
+    pub const PUBLISH: u16 = 5;
 }
 
 /// `enum sci_node_attr`.
@@ -493,13 +495,16 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
     }
 }
 
-/// The family's top-level attributes: one nested object each.
+/// The family's top-level attributes: one nested object each, but `Publish`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SciAttr {
     Node(Vec<NodeAttr>),
     PortRule(Vec<PortAttr>),
     Sock(Vec<SockAttr>),
     Stats(Vec<StatsAttr>),
+    /// Whether a network namespace publishes its addresses (0 or 1: `PUBLISH_SET`
+    /// requests, `STATS_GET` replies).
+    Publish(u8),
     Other(DefaultNla),
 }
 
@@ -510,6 +515,7 @@ impl Nla for SciAttr {
             SciAttr::PortRule(attrs) => nested_len(attrs),
             SciAttr::Sock(attrs) => nested_len(attrs),
             SciAttr::Stats(attrs) => nested_len(attrs),
+            SciAttr::Publish(_) => 1,
             SciAttr::Other(nla) => nla.value_len(),
         }
     }
@@ -520,6 +526,7 @@ impl Nla for SciAttr {
             SciAttr::PortRule(_) => a::PORT_RULE | NLA_F_NESTED,
             SciAttr::Sock(_) => a::SOCK | NLA_F_NESTED,
             SciAttr::Stats(_) => a::STATS | NLA_F_NESTED,
+            SciAttr::Publish(_) => a::PUBLISH,
             SciAttr::Other(nla) => nla.kind(),
         }
     }
@@ -530,6 +537,7 @@ impl Nla for SciAttr {
             SciAttr::PortRule(attrs) => emit_nested(attrs, buffer),
             SciAttr::Sock(attrs) => emit_nested(attrs, buffer),
             SciAttr::Stats(attrs) => emit_nested(attrs, buffer),
+            SciAttr::Publish(v) => buffer[0] = *v,
             SciAttr::Other(nla) => nla.emit_value(buffer),
         }
     }
@@ -543,6 +551,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for SciAttr {
             a::PORT_RULE => SciAttr::PortRule(parse_nlas(p)?),
             a::SOCK => SciAttr::Sock(parse_nlas(p)?),
             a::STATS => SciAttr::Stats(parse_nlas(p)?),
+            a::PUBLISH => SciAttr::Publish(parse_u8(p)?),
             _ => SciAttr::Other(DefaultNla::parse(buf)?),
         })
     }

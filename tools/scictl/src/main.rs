@@ -4,6 +4,7 @@
 //! scictl [--json] load [--nodes FILE] [--ports FILE] [--check]
 //! scictl [--json] nodes | ports | sockets | stats
 //! scictl drop-link NODE
+//! scictl [--json] publish [on|off]
 //! ```
 //!
 //! See `tools/man/scictl.8`.
@@ -87,6 +88,18 @@ src|dst ADDR[:PORT]."
         /// The node's id.
         node: u32,
     },
+    /// Whether this network namespace publishes its addresses; on or off changes it,
+    /// which needs CAP_NET_ADMIN in the initial user namespace.
+    ///
+    /// A namespace that publishes has its addresses in the fabric's node table: peers
+    /// route SCI connections to them to this node, which serves them in this namespace.
+    /// The initial network namespace always publishes. Run it inside the namespace
+    /// (ip netns exec NAME scictl publish on).
+    Publish {
+        /// Start or stop publishing; none: show whether this namespace publishes.
+        #[arg(value_enum, value_name = "on|off")]
+        state: Option<OnOff>,
+    },
     /// What the preload's rules (preload.conf) do with the sockets of PROGRAM.
     PreloadRules {
         /// The program's name (as /proc/PID/comm has it: its first 15 bytes).
@@ -97,6 +110,15 @@ src|dst ADDR[:PORT]."
     },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
     Completions { shell: clap_complete::Shell },
+}
+
+/// What `scictl publish` makes of this network namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    /// Publish this namespace's addresses.
+    On,
+    /// Stop publishing them.
+    Off,
 }
 
 /// A failure: the message and the exit status.
@@ -170,6 +192,45 @@ fn preload_rules(json: bool, program: &str, given: Option<&str>) -> Result<(), F
         }),
         text_out,
     )
+}
+
+/// `scictl publish [on|off]`: makes this network namespace publish its addresses or
+/// stop, or says whether it does.
+fn publish(json: bool, state: Option<OnOff>) -> Result<(), Failure> {
+    let mut client = Client::connect()?;
+    let Some(state) = state else {
+        let publishes = model::stats(&client.get(nl::STATS_GET)?)
+            .publishes
+            .ok_or_else(|| {
+                Failure(
+                    "the af_sci module does not say whether this network namespace \
+                     publishes its addresses (a module older than scictl)"
+                        .into(),
+                    1,
+                )
+            })?;
+        return print(
+            json,
+            model::publish_json(publishes),
+            model::publish_text(publishes),
+        );
+    };
+    let on = state == OnOff::On;
+    let (doing, done) = if on {
+        (
+            "making this network namespace publish its addresses",
+            "this network namespace publishes its addresses",
+        )
+    } else {
+        (
+            "making this network namespace stop publishing its addresses",
+            "this network namespace no longer publishes its addresses",
+        )
+    };
+    client
+        .set(nl::PUBLISH_SET, vec![SciAttr::Publish(on.into())])
+        .map_err(|e| Failure(format!("{doing}: {e}"), 1))?;
+    print(json, model::publish_json(on), format!("{done}\n"))
 }
 
 /// Reads a configuration file; a missing default file is empty.
@@ -260,6 +321,7 @@ fn run(args: Args) -> Result<(), Failure> {
                 format!("dropped the link to node {node}\n"),
             )
         }
+        Command::Publish { state } => publish(args.json, state),
         Command::Nodes => {
             let nodes = model::nodes(&Client::connect()?.dump(nl::NODE_GET)?);
             print(
@@ -370,6 +432,9 @@ mod tests {
             &["nodes", "ports"],
             &[],
             &["drop-link", "x"],
+            &["publish", "maybe"],
+            &["publish", "on", "off"],
+            &["publish", "ON"],
         ] {
             assert_eq!(args(bad).unwrap_err().exit_code(), 2, "{bad:?}");
         }
@@ -388,6 +453,21 @@ mod tests {
             args(&["drop-link", "3"]).unwrap().command,
             Command::DropLink { node: 3 }
         );
+        assert_eq!(
+            args(&["publish", "on"]).unwrap().command,
+            Command::Publish {
+                state: Some(OnOff::On)
+            }
+        );
+        assert_eq!(
+            args(&["publish", "off"]).unwrap().command,
+            Command::Publish {
+                state: Some(OnOff::Off)
+            }
+        );
+        let a = args(&["publish", "--json"]).unwrap();
+        assert!(a.json);
+        assert_eq!(a.command, Command::Publish { state: None });
         Args::command().debug_assert();
     }
 
@@ -479,6 +559,8 @@ mod tests {
                 ("PORT_SET", cmd::PORT_SET.into()),
                 ("SOCK_GET", cmd::SOCK_GET.into()),
                 ("STATS_GET", cmd::STATS_GET.into()),
+                ("LINK_DROP", cmd::LINK_DROP.into()),
+                ("PUBLISH_SET", cmd::PUBLISH_SET.into()),
             ],
         );
         check(
@@ -489,6 +571,7 @@ mod tests {
                 ("PORT_RULE", a::PORT_RULE.into()),
                 ("SOCK", a::SOCK.into()),
                 ("STATS", a::STATS.into()),
+                ("PUBLISH", a::PUBLISH.into()),
             ],
         );
         check(

@@ -188,14 +188,22 @@ pub struct Stats {
     pub dgram_sent: u64,
     pub dgram_received: u64,
     pub dgram_dropped: u64,
+    /// Whether the namespace publishes its addresses in the fabric's node table (always
+    /// in the initial namespace); `None` from a module that does not say.
+    pub publishes: Option<bool>,
 }
 
 /// Decodes a `SCI_CMD_STATS_GET` reply.
 pub fn stats(attrs: &[SciAttr]) -> Stats {
     let mut out = Stats::default();
     for attr in attrs {
-        let SciAttr::Stats(attrs) = attr else {
-            continue;
+        let attrs = match attr {
+            SciAttr::Stats(attrs) => attrs,
+            SciAttr::Publish(v) => {
+                out.publishes = Some(*v != 0);
+                continue;
+            }
+            _ => continue,
         };
         for a in attrs {
             match a {
@@ -493,6 +501,10 @@ pub fn stats_text(stats: &Stats) -> String {
          datagrams over SCI:  sent {}  received {}  dropped {}\n",
         stats.implicit_connections, stats.dgram_sent, stats.dgram_received, stats.dgram_dropped
     ));
+    if let Some(publishes) = stats.publishes {
+        let yes = if publishes { "yes" } else { "no" };
+        out.push_str(&format!("publishes addresses:  {yes}\n"));
+    }
     out
 }
 
@@ -503,7 +515,7 @@ pub fn stats_json(stats: &Stats) -> Value {
         .iter()
         .map(|(r, c)| (reason_name(*r), json!(c)))
         .collect();
-    json!({
+    let mut v = json!({
         "sockets": stats.sockets,
         "sci_connections": stats.sci_connections,
         "fallbacks": fallbacks,
@@ -514,7 +526,28 @@ pub fn stats_json(stats: &Stats) -> Value {
             "received": stats.dgram_received,
             "dropped": stats.dgram_dropped,
         },
-    })
+    });
+    if let Some(publishes) = stats.publishes {
+        v["publishes"] = json!(publishes);
+    }
+    v
+}
+
+/// `scictl publish` without an argument: whether this network namespace publishes its
+/// addresses, and how to make it if it does not.
+pub fn publish_text(publishes: bool) -> String {
+    if publishes {
+        "this network namespace publishes its addresses\n".to_owned()
+    } else {
+        "this network namespace does not publish its addresses \
+         (scictl publish on, with CAP_NET_ADMIN, makes it)\n"
+            .to_owned()
+    }
+}
+
+/// `scictl publish --json`.
+pub fn publish_json(publishes: bool) -> Value {
+    json!({ "publishes": publishes })
 }
 
 /// The address a node map entry is sent with.
@@ -830,6 +863,7 @@ mod tests {
                 dgram_sent: 100,
                 dgram_received: 90,
                 dgram_dropped: 2,
+                publishes: None,
             }
         );
         assert_eq!(
@@ -843,6 +877,51 @@ mod tests {
                    "refusals_remembered": 7, "implicit_connections": 4,
                    "datagrams": {"sent": 100, "received": 90, "dropped": 2}})
         );
+    }
+
+    #[test]
+    fn stats_say_whether_the_namespace_publishes() {
+        let counters = || SciAttr::Stats(vec![StatsAttr::Sockets(1)]);
+        // After the counters or before them, as the kernel may put it.
+        let on = stats(&round_trip(vec![counters(), SciAttr::Publish(1)]));
+        let off = stats(&round_trip(vec![SciAttr::Publish(0), counters()]));
+        assert_eq!((on.sockets, on.publishes), (1, Some(true)));
+        assert_eq!((off.sockets, off.publishes), (1, Some(false)));
+        assert!(stats_text(&on).ends_with("\npublishes addresses:  yes\n"));
+        assert!(stats_text(&off).ends_with("\npublishes addresses:  no\n"));
+        assert_eq!(stats_json(&on)["publishes"], true);
+        assert_eq!(stats_json(&off)["publishes"], false);
+        // An older module says nothing, and so does scictl.
+        let old = stats(&round_trip(vec![counters()]));
+        assert_eq!(old.publishes, None);
+        assert!(!stats_text(&old).contains("publishes"));
+        assert_eq!(stats_json(&old).get("publishes"), None);
+
+        assert_eq!(
+            publish_text(true),
+            "this network namespace publishes its addresses\n"
+        );
+        assert_eq!(
+            publish_text(false),
+            "this network namespace does not publish its addresses \
+             (scictl publish on, with CAP_NET_ADMIN, makes it)\n"
+        );
+        assert_eq!(publish_json(false), json!({"publishes": false}));
+    }
+
+    #[test]
+    fn the_publish_attribute_is_a_plain_u8() {
+        let attr = SciAttr::Publish(1);
+        let mut buf = vec![0u8; attr.buffer_len()];
+        attr.emit(&mut buf);
+        // Length 5 (header and one byte), kind 5 without the nested flag, the value,
+        // padding to 4 bytes.
+        let mut want = Vec::new();
+        want.extend_from_slice(&5u16.to_ne_bytes());
+        want.extend_from_slice(&attrs::a::PUBLISH.to_ne_bytes());
+        want.extend_from_slice(&[1, 0, 0, 0]);
+        assert_eq!(buf, want);
+        assert_eq!(parse_nlas::<SciAttr>(&buf).unwrap(), vec![attr]);
     }
 
     #[test]

@@ -124,4 +124,6 @@ impl Client {
 }
 
 /// The commands, for callers.
-pub use cmd::{LINK_DROP, NODE_GET, NODE_SET, PORT_GET, PORT_SET, SOCK_GET, STATS_GET};
+pub use cmd::{
+    LINK_DROP, NODE_GET, NODE_SET, PORT_GET, PORT_SET, PUBLISH_SET, SOCK_GET, STATS_GET,
+};
