@@ -169,7 +169,7 @@ pub(super) struct Attachment {
     /// This device can send and take interrupts.
     pub(super) interrupts: bool,
     liveness: LivenessParams,
-    events: Arc<dyn FabricEvents>,
+    pub(super) events: Arc<dyn FabricEvents>,
     peers: KVec<Arc<Peer>>,
     pub(super) heap: Arc<Heap>,
     beat: AtomicU64,
