@@ -105,21 +105,22 @@ fn a_publication_in_progress_is_not_read() {
     assert_eq!(r.seg().load_u64(seq_off) % 2, 0);
 }
 
-#[test]
-fn a_racing_reader_never_takes_a_torn_publication() {
-    let r = formatted();
-    let sets = [
-        [v4([10, 0, 0, 2]), v4([10, 0, 0, 3])],
-        [v6("fd00::1:2"), v6("fd00::1:3")],
-    ];
+/// Node 1 publishes the two `sets` in turn while this thread reads with `read` (`None`:
+/// busy), until each set was read whole 100 times; `read`'s result must always be one of
+/// the sets whole ([`Some`] of its index) or busy. After each publication the writer waits
+/// for the reader's next attempt to end, so that it races the reader without starving it
+/// (on a loaded host a writer that never pauses can keep every read busy); the deadline
+/// only turns a hang into a failure.
+fn race_reader(
+    r: &Region<Shared>,
+    sets: [Vec<PublishedAddr>; 2],
+    mut read: impl FnMut(&Region<Shared>, &[Vec<PublishedAddr>; 2]) -> Option<usize>,
+) {
     r.publish_addresses(1, &sets[0]);
     let stop = Arc::new(AtomicBool::new(false));
-    // Read attempts so far: after each publication the writer waits for the reader's next
-    // attempt to end, so that it races the reader without starving it (on a loaded host a
-    // writer that never pauses can keep every read busy).
     let reads = Arc::new(AtomicUsize::new(0));
     let writer = {
-        let (r, stop, reads) = (r.clone(), stop.clone(), reads.clone());
+        let (r, stop, reads, sets) = (r.clone(), stop.clone(), reads.clone(), sets.clone());
         thread::spawn(move || {
             let mut i = 0usize;
             while !stop.load(Ordering::Relaxed) {
@@ -133,19 +134,11 @@ fn a_racing_reader_never_takes_a_torn_publication() {
             i
         })
     };
-    // Until both sets were read whole a few times (and every read was whole or busy);
-    // the deadline only turns a hang into a failure.
     let deadline = Instant::now() + Duration::from_secs(60);
     let (mut seen, mut busy) = ([0usize; 2], 0usize);
     while (seen[0] < 100 || seen[1] < 100) && Instant::now() < deadline {
-        match r.published_addresses(1) {
-            Some(got) => {
-                let which = sets
-                    .iter()
-                    .position(|s| got == [Some(s[0]), Some(s[1])])
-                    .unwrap_or_else(|| panic!("torn read: {got:?}"));
-                seen[which] += 1;
-            }
+        match read(r, &sets) {
+            Some(which) => seen[which] += 1,
             None => busy += 1,
         }
         reads.fetch_add(1, Ordering::Release);
@@ -156,6 +149,22 @@ fn a_racing_reader_never_takes_a_torn_publication() {
         writes > 0 && seen[0] >= 100 && seen[1] >= 100,
         "{seen:?} {busy} {writes}"
     );
+}
+
+#[test]
+fn a_racing_reader_never_takes_a_torn_publication() {
+    let sets = [
+        vec![v4([10, 0, 0, 2]), v4([10, 0, 0, 3])],
+        vec![v6("fd00::1:2"), v6("fd00::1:3")],
+    ];
+    race_reader(&formatted(), sets, |r, sets| {
+        let got = r.published_addresses(1)?;
+        let which = sets
+            .iter()
+            .position(|s| got == [Some(s[0]), Some(s[1])])
+            .unwrap_or_else(|| panic!("torn read: {got:?}"));
+        Some(which)
+    });
 }
 
 #[test]
@@ -334,42 +343,12 @@ fn publishing_writes_only_the_own_entry_and_address_page() {
 
 #[test]
 fn a_racing_reader_never_takes_a_torn_publication_across_entry_and_page() {
-    let r = formatted();
-    let sets = [many(9, 7), many(5, 8)];
-    r.publish_addresses(1, &sets[0]);
-    let stop = Arc::new(AtomicBool::new(false));
-    let reads = Arc::new(AtomicUsize::new(0));
-    let writer = {
-        let (r, stop, reads, sets) = (r.clone(), stop.clone(), reads.clone(), sets.clone());
-        thread::spawn(move || {
-            let mut i = 0usize;
-            while !stop.load(Ordering::Relaxed) {
-                let before = reads.load(Ordering::Acquire);
-                i += 1;
-                r.publish_addresses(1, &sets[i % 2]);
-                while reads.load(Ordering::Acquire) == before && !stop.load(Ordering::Relaxed) {
-                    thread::yield_now();
-                }
-            }
-            i
-        })
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = [0usize; 2];
-    while (seen[0] < 100 || seen[1] < 100) && Instant::now() < deadline {
-        if let Some(got) = read_all(&r, 1) {
-            let which = sets
-                .iter()
-                .position(|s| *s == got)
-                .unwrap_or_else(|| panic!("torn read: {got:?}"));
-            seen[which] += 1;
-        }
-        reads.fetch_add(1, Ordering::Release);
-    }
-    stop.store(true, Ordering::Relaxed);
-    let writes = writer.join().unwrap();
-    assert!(
-        writes > 0 && seen[0] >= 100 && seen[1] >= 100,
-        "{seen:?} {writes}"
-    );
+    race_reader(&formatted(), [many(9, 7), many(5, 8)], |r, sets| {
+        let got = read_all(r, 1)?;
+        let which = sets
+            .iter()
+            .position(|s| *s == got)
+            .unwrap_or_else(|| panic!("torn read: {got:?}"));
+        Some(which)
+    });
 }
