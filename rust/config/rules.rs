@@ -66,6 +66,14 @@ impl Ip {
         }
     }
 
+    /// The address as IPv6 bytes: an IPv4 address IPv4-mapped (`::ffff:a.b.c.d`).
+    pub fn v6_bytes(self) -> [u8; 16] {
+        match self {
+            Ip::V4([a, b, c, d]) => [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d],
+            Ip::V6(b) => b,
+        }
+    }
+
     /// `127.0.0.0/8` or `::1`.
     pub fn is_loopback(&self) -> bool {
         match self.canonical() {

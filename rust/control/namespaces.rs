@@ -64,31 +64,26 @@ impl Publishing {
                 Err(PublishError::Initial)
             };
         }
-        if on && !self.snapshot().contains(&0) {
+        if !on {
+            self.forget(cookie);
+            return Ok(());
+        }
+        let cookies = self.snapshot();
+        if !cookies.contains(&0) && !cookies.contains(&cookie) {
             // Full: make room of namespaces that went away since the last look.
-            for c in self.snapshot() {
+            for c in cookies {
                 if net_addrs(c, &mut []).is_none() {
                     self.forget(c);
                 }
             }
         }
         let mut g = self.cookies.lock();
-        let found = g.iter().position(|&c| c == cookie);
-        match (on, found) {
-            (true, Some(_)) => Ok(()),
-            (true, None) => {
-                let free = g.iter_mut().find(|c| **c == 0).ok_or(PublishError::Full)?;
-                *free = cookie;
-                Ok(())
-            }
-            (false, Some(i)) => {
-                if let Some(c) = g.get_mut(i) {
-                    *c = 0;
-                }
-                Ok(())
-            }
-            (false, None) => Ok(()),
+        if g.contains(&cookie) {
+            return Ok(());
         }
+        let free = g.iter_mut().find(|c| **c == 0).ok_or(PublishError::Full)?;
+        *free = cookie;
+        Ok(())
     }
 
     /// Whether the namespace `cookie` (`init`: the initial one) publishes its addresses.
@@ -102,7 +97,7 @@ impl Publishing {
         *self.cookies.lock()
     }
 
-    /// Forgets a namespace that is gone.
+    /// Forgets a namespace (it is gone, or stops publishing).
     fn forget(&self, cookie: u64) {
         let mut g = self.cookies.lock();
         if let Some(c) = g.iter_mut().find(|c| **c == cookie) {
@@ -132,10 +127,7 @@ impl Publishing {
         if cookies.iter().all(|&c| c == 0) {
             return INITIAL;
         }
-        let a = match dest.canonical() {
-            Ip::V4(b) => crate::proto::region::v4_mapped(b),
-            Ip::V6(b) => b,
-        };
+        let a = dest.v6_bytes();
         if net_holds_addr(INITIAL, a) == Some(true) {
             return INITIAL;
         }

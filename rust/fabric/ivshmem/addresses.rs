@@ -16,7 +16,7 @@
 use super::attachment::Attachment;
 use crate::config::rules::Ip;
 use crate::fabric::{FabricEvents, NodeId};
-use crate::proto::region::{v4_mapped, PublishedAddr, Region, MAX_PUBLISHED};
+use crate::proto::region::{PublishedAddr, Region, MAX_PUBLISHED};
 use core::fmt;
 use kernel::prelude::*;
 
@@ -118,14 +118,6 @@ fn to_ip(a: PublishedAddr) -> Ip {
     Ip::V6(a).canonical()
 }
 
-/// An address in its published form.
-fn to_published(ip: Ip) -> PublishedAddr {
-    match ip {
-        Ip::V4(b) => v4_mapped(b),
-        Ip::V6(b) => b,
-    }
-}
-
 impl Attachment {
     /// The linked peers, in node order.
     fn linked_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
@@ -151,7 +143,7 @@ impl Attachment {
 
     /// The linked peer that published `ip` (the lowest id, if several claim it).
     pub(super) fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
-        let want = to_published(ip.canonical());
+        let want = ip.v6_bytes();
         self.linked_peers()
             .find(|&n| HostAddrs::of(&self.region, n).as_slice().contains(&want))
     }

@@ -851,13 +851,7 @@ impl<'a> Liar<'a> {
                 self.publish(&addrs, "addr-unusable");
             }
             3 => {
-                let mut claimed: Vec<[u64; 2]> = core::iter::once(self.victim)
-                    .chain((0..self.map.nodes() as u16).filter(|&n| n != self.victim))
-                    .filter(|&n| n != self.liar)
-                    .filter_map(|n| self.map.published(self.words, n))
-                    .flat_map(|slots| slots.into_iter().flatten())
-                    .map(|a| layout::address_words(&a))
-                    .collect();
+                let mut claimed = self.others_addresses();
                 if claimed.is_empty() {
                     return;
                 }
@@ -894,12 +888,7 @@ impl<'a> Liar<'a> {
             1 => self.rng.next_u64(),
             _ => self.rng.below(PAGE_ADDRS as u64 + 1),
         };
-        let claimed: Vec<[u64; 2]> = (0..self.map.nodes() as u16)
-            .filter(|&n| n != self.liar)
-            .filter_map(|n| self.map.published(self.words, n))
-            .flat_map(|slots| slots.into_iter().flatten())
-            .map(|a| layout::address_words(&a))
-            .collect();
+        let claimed = self.others_addresses();
         let addrs: Vec<[u64; 2]> = (0..PAGE_ADDRS)
             .map(|_| match self.rng.below(3) {
                 0 => [self.rng.next_u64(), self.rng.next_u64()],
@@ -917,6 +906,18 @@ impl<'a> Liar<'a> {
                 me.store(off + 8, *hi, "addr-page");
             }
         });
+    }
+
+    /// What the other nodes publish in their node entries (two words each), the
+    /// victim's first: what a liar claims.
+    fn others_addresses(&self) -> Vec<[u64; 2]> {
+        core::iter::once(self.victim)
+            .chain((0..self.map.nodes() as u16).filter(|&n| n != self.victim))
+            .filter(|&n| n != self.liar)
+            .filter_map(|n| self.map.published(self.words, n))
+            .flat_map(|slots| slots.into_iter().flatten())
+            .map(|a| layout::address_words(&a))
+            .collect()
     }
 
     /// Writes `addrs` (two words each) as the liar's published addresses, as an honest

@@ -39,7 +39,7 @@ pub const CREDIT_CONS_FLAGS: usize = ring::CREDIT_CONS_FLAGS;
 pub const PUBLISHED_ADDRS: usize = crate::proto::region::PUBLISHED_ADDRS;
 /// Addresses a node publishes in its address page (16 bytes each), beyond the entry's.
 pub const PAGE_ADDRS: usize = crate::proto::region::PAGE_ADDRS;
-/// Address page: offsets of the magic, the count and the first address.
+/// Address page: offset of the magic.
 pub const ADDR_PAGE_MAGIC_OFF: usize = crate::proto::region::ADDR_PAGE_MAGIC_OFF;
 /// Address page: offset of the count.
 pub const ADDR_PAGE_COUNT: usize = crate::proto::region::ADDR_PAGE_COUNT;
