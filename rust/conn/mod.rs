@@ -42,6 +42,7 @@ use crate::proto::state::{self, Local, Peer, PeerEnd, TcpState};
 pub(crate) use crate::proto::state::{Phase, Release};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::sys::read_actor::Lent;
 use crate::sys::net::{
     EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLRDNORM, EPOLLWRNORM,
 };
@@ -126,6 +127,9 @@ struct Inner {
     /// the next one spins (`proto/spin.rs`).
     spin_send: SpinHistory,
     spin_recv: SpinHistory,
+    /// Ring bytes a kernel reader kept after `read_sock` lent them in place: the receive
+    /// queue holds the writer off them until it lets go (`read_sock.rs`).
+    lent: Option<Arc<Lent>>,
 }
 
 /// One SCI connection end.
@@ -258,6 +262,7 @@ impl Conn {
                         never_moves: false,
                         spin_send: SpinHistory::new(),
                         spin_recv: SpinHistory::new(),
+                        lent: None,
                     },
                     "Conn::inner"
                 ),
@@ -476,15 +481,21 @@ impl Conn {
 
     /// The sweep's look at this connection: if a doorbell it asked for is overdue (the
     /// peer moved a cursor or a flag after this end posted a wait request, and no
-    /// doorbell came), treat it as arrived. Returns what [`Conn::doorbell`] returns.
+    /// doorbell came), treat it as arrived; if a kernel reader let go of ring bytes it
+    /// kept, the writer learns of the space. Returns what [`Conn::doorbell`] returns.
     #[must_use]
-    pub(crate) fn sweep(&self) -> bool {
-        let g = self.inner.lock();
+    pub(crate) fn sweep(&self, fabric: &dyn Fabric) -> bool {
+        let mut g = self.inner.lock();
+        let peer_id = g.peer_id;
+        let freed = read_sock::settle_lent(&mut g);
         let closed = g.local.closed;
         let due = !closed
             && (g.rx.as_ref().is_some_and(|rx| rx.wake_due())
                 || g.tx.as_ref().is_some_and(|tx| tx.wake_due()));
         drop(g);
+        if freed {
+            self.notify_peer(fabric, peer_id);
+        }
         due && self.doorbell()
     }
 

@@ -8,12 +8,23 @@
 //! `kmap_atomic` from one call to the next until `read_sock` returns (as TCP's softirq
 //! receive path never sleeps either). So the connection's lock is taken once, before the
 //! first call, and everything the caller needs afterwards is read under it.
+//!
+//! Where the ring is this machine's kernel memory (the loopback fabric), the actor is
+//! handed its bytes in place: its socket buffer's frags are the ring's pages, so the one
+//! copy is the actor's own, as from TCP's receive queue. An actor may keep the buffer after
+//! it returned (a strparser clones it); the bytes then count as read, but the receive
+//! queue announces its cursor only up to them (`Consumer::hold_from`) until the buffer's
+//! last reference goes, which the next `read_sock` or the sweep (every 100 ms) notices
+//! ([`settle_lent`]). While one buffer is kept, later bytes are copied, so at most one
+//! hold is out per connection. Device memory (ivshmem) has no pages to lend: its bytes
+//! are copied into fresh socket buffers for the actor.
 
 use super::transfer::{consume, heard};
 use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};
 use crate::fabric::Fabric;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::proto::ring::Span;
 use crate::sys::read_actor::{ReadActor, CHUNK};
 use core::ffi::c_int;
 use kernel::prelude::*;
@@ -28,6 +39,24 @@ pub(crate) struct ReadEnd {
     /// The connection moves onto TCP, and the ring is read to its end: the rest comes
     /// over the TCP connection.
     pub(crate) moved_and_drained: bool,
+    /// Of `used`, the bytes the actor was handed in place (the rest were copied).
+    pub(crate) lent: usize,
+    /// The actor kept a buffer it was lent.
+    pub(crate) kept: bool,
+}
+
+/// If the kernel reader let go of the ring bytes it kept, lets the writer have them:
+/// whether to ring the peer's doorbell (the cursor was announced and it waits).
+pub(super) fn settle_lent(inner: &mut Inner) -> bool {
+    if !inner.lent.as_ref().is_some_and(|l| l.released()) {
+        return false;
+    }
+    inner.lent = None;
+    let Some(rx) = inner.rx.as_mut() else {
+        return false;
+    };
+    rx.release_hold();
+    rx.publish().unwrap_or(false)
 }
 
 impl Conn {
@@ -43,18 +72,21 @@ impl Conn {
     ) -> Result<ReadEnd> {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
+        let mut ring = settle_lent(&mut g);
         let Inner {
             tx,
             rx,
             local,
             moving,
+            lent,
             ..
         } = &mut *g;
         let Some(rx_q) = rx.as_mut() else {
             return Err(errno(bindings::ENOTCONN));
         };
         let mut used = 0usize;
-        let mut ring = false;
+        let mut used_lent = 0usize;
+        let mut kept = false;
         let mut failed = None;
         let mut looks = 0;
         rx_q.finish_wait();
@@ -77,7 +109,31 @@ impl Conn {
                 }
             };
             let given = span.len.min(CHUNK);
-            let n = match actor.feed(given, |iter| self.seg.copy_to_iter(span, iter)) {
+            let part = Span {
+                off: span.off,
+                len: given,
+            };
+            let at = rx_q.consumed_cursor();
+            let in_place = match self.seg.lendable(part) {
+                Some(addr) if lent.is_none() => actor.lend(addr, given),
+                _ => None,
+            };
+            let fed = match in_place {
+                Some((fed, keeps)) => {
+                    if let Some(l) = keeps {
+                        // Before the bytes count as read: nothing is announced past them.
+                        rx_q.hold_from(at).map_err(proto_err)?;
+                        *lent = Some(l);
+                        kept = true;
+                    }
+                    if let Ok(n) = fed {
+                        used_lent += n;
+                    }
+                    fed
+                }
+                None => actor.feed(given, |iter| self.seg.copy_to_iter(part, iter)),
+            };
+            let n = match fed {
                 Ok(n) => n,
                 Err(e) => {
                     failed = Some(e);
@@ -96,6 +152,8 @@ impl Conn {
             used: used as c_int,
             state_if_empty: None,
             moved_and_drained: false,
+            lent: used_lent,
+            kept,
         };
         if empty {
             // Ask to hear of the next byte: the reader's next sk_data_ready depends on it.

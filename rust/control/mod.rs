@@ -391,7 +391,7 @@ impl Plane<'_> {
             };
             match until_ms {
                 None => {
-                    if conn.sweep() {
+                    if conn.sweep(self.fabric) {
                         self.table.connector.kick();
                     }
                 }

@@ -339,6 +339,16 @@ impl SegMem {
         }
     }
 
+    /// Where `span`'s bytes are, if they may be handed to a kernel reader in place (the
+    /// pages of its socket buffer: `ReadActor::lend`): kernel memory this segment owns.
+    /// Device memory has no `struct page` to lend; its bytes are copied.
+    pub(crate) fn lendable(&self, span: Span) -> Option<NonNull<u8>> {
+        match self.backing {
+            Backing::Kernel { .. } => NonNull::new(self.span_ptr(span)?),
+            Backing::Device { .. } => None,
+        }
+    }
+
     /// Copies up to `span.len` bytes of the segment into `iter`; returns the count.
     pub(crate) fn copy_to_iter(&self, span: Span, iter: *mut bindings::iov_iter) -> usize {
         match self.span_ptr(span) {

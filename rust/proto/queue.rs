@@ -591,6 +591,11 @@ pub(crate) struct Consumer<L: Segment, R: Segment> {
     consumed: u64,
     /// Consumer cursor last stored to the peer.
     published: u64,
+    /// The bytes from this cursor on were read by a kernel reader that still holds the
+    /// ring's own pages they are in ([`Consumer::hold_from`]): the consumer cursor is
+    /// announced no further, so the writer cannot overwrite them. Locally they count as
+    /// read.
+    hold: Option<u64>,
     /// Last validated producer cursor.
     prod_seen: u64,
     /// The producer cursor when "done writing" was first seen.
@@ -648,6 +653,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
             drops_seen: 0,
             consumed: params.start,
             published: params.start,
+            hold: None,
             prod_seen: params.start,
             final_prod: None,
             frozen: false,
@@ -707,6 +713,49 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// The local consumer cursor.
     pub(crate) fn consumed_cursor(&self) -> u64 {
         self.consumed
+    }
+
+    /// Keeps the writer off the bytes from cursor `at` on, which a reader was handed in
+    /// the ring itself and may still look at after [`consume`](Self::consume) counted
+    /// them read: the consumer cursor is announced up to `at` and no further until
+    /// [`release_hold`](Self::release_hold). `at` lies between the announced cursor and
+    /// the last validated producer cursor; of two holds the earlier stays.
+    pub(crate) fn hold_from(&mut self, at: u64) -> Result<(), ProtocolError> {
+        self.check()?;
+        let from_published = cursor::distance(self.published, at);
+        if from_published > cursor::distance(self.published, self.prod_seen) {
+            return Err(ProtocolError::Overrun);
+        }
+        match self.hold {
+            Some(h) if cursor::distance(self.published, h) <= from_published => {}
+            _ => self.hold = Some(at),
+        }
+        Ok(())
+    }
+
+    /// The reader let go of what it was handed: the consumer cursor may be announced up
+    /// to where it is (at the next [`publish`](Self::publish)).
+    pub(crate) fn release_hold(&mut self) {
+        self.hold = None;
+    }
+
+    /// Whether bytes are held ([`hold_from`](Self::hold_from)).
+    pub(crate) fn holding(&self) -> bool {
+        self.hold.is_some()
+    }
+
+    /// How far the consumer cursor may be announced: where it is, or the hold if that
+    /// is before it.
+    fn announceable(&self) -> u64 {
+        match self.hold {
+            Some(h)
+                if cursor::distance(self.published, h)
+                    < cursor::distance(self.published, self.consumed) =>
+            {
+                h
+            }
+            _ => self.consumed,
+        }
     }
 
     /// The producer's flag word (local load), generation-filtered; none once frozen.
@@ -867,13 +916,14 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// move since the last publish.
     pub(crate) fn publish(&mut self) -> Result<bool, ProtocolError> {
         self.check()?;
-        if self.consumed == self.published {
+        let to = self.announceable();
+        if to == self.published {
             // The writer read this cursor after posting any request it has.
             return Ok(false);
         }
         self.credit
-            .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
-        self.published = self.consumed;
+            .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), to);
+        self.published = to;
         self.ring.fence();
         let w = self.load_peer_flags();
         self.latch_peer(w);
@@ -967,13 +1017,15 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     }
 
     /// Announces that this side reads nothing more (socket closed): publishes
-    /// the cursor first. After it this side writes nothing more to the peer's
+    /// the cursor first (not past a hold: a writer that has not seen the flag yet
+    /// may still write). After it this side writes nothing more to the peer's
     /// segment. Works even after a protocol error. The caller rings the doorbell.
     pub(crate) fn set_closed(&mut self) {
-        if self.error.is_none() && self.consumed != self.published {
+        let to = self.announceable();
+        if self.error.is_none() && to != self.published {
             self.credit
-                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), self.consumed);
-            self.published = self.consumed;
+                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), to);
+            self.published = to;
         }
         if self.own.bits & F_CLOSED == 0 {
             self.own.bits |= F_CLOSED;

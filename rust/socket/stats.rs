@@ -2,8 +2,8 @@
 
 //! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
 //! sockets created, connections over SCI, fallbacks per reason, datagram sockets' implicit
-//! connections and datagrams over SCI. They live in the namespace's `net_generic` data, a
-//! C `struct sci_net_stats`.
+//! connections, datagrams over SCI and the bytes kernel readers (`read_sock`) were lent or
+//! copied. They live in the namespace's `net_generic` data, a C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +20,9 @@ pub(crate) struct NetStats {
     dgram_sent: AtomicU64,
     dgram_received: AtomicU64,
     dgram_dropped: AtomicU64,
+    read_sock_lent: AtomicU64,
+    read_sock_copied: AtomicU64,
+    read_sock_kept: AtomicU64,
 }
 
 const _: () = {
@@ -44,6 +47,15 @@ pub(crate) struct StatsSnapshot {
     pub(crate) dgram_sent: u64,
     pub(crate) dgram_received: u64,
     pub(crate) dgram_dropped: u64,
+    /// Bytes a kernel reader's (`read_sock`) actor used that it was handed in place: the
+    /// ring's own pages as skb frags, no copy.
+    pub(crate) read_sock_lent: u64,
+    /// Bytes a kernel reader's actor used that were copied into fresh socket buffers first
+    /// (device memory, or while an earlier lent buffer is still kept).
+    pub(crate) read_sock_copied: u64,
+    /// Times a kernel reader kept a lent buffer after its actor returned (the ring then
+    /// holds the writer off those bytes until it lets go).
+    pub(crate) read_sock_kept: u64,
 }
 
 impl NetStats {
@@ -89,6 +101,24 @@ impl NetStats {
         self.dgram_dropped.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `bytes` more that a kernel reader's (`read_sock`) actor used in place: the ring's
+    /// own pages lent as skb frags, no copy.
+    pub(crate) fn read_sock_lent(&self, bytes: u64) {
+        self.read_sock_lent.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// `bytes` more that a kernel reader's actor used after they were copied into fresh
+    /// socket buffers (device memory, or while an earlier lent buffer is still kept).
+    pub(crate) fn read_sock_copied(&self, bytes: u64) {
+        self.read_sock_copied.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// One more time a kernel reader kept a lent buffer after its actor returned (the
+    /// ring holds the writer off those bytes until it lets go).
+    pub(crate) fn read_sock_kept(&self) {
+        self.read_sock_kept.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let mut fallbacks = [0; FallbackReason::COUNT];
@@ -104,6 +134,9 @@ impl NetStats {
             dgram_sent: self.dgram_sent.load(Ordering::Relaxed),
             dgram_received: self.dgram_received.load(Ordering::Relaxed),
             dgram_dropped: self.dgram_dropped.load(Ordering::Relaxed),
+            read_sock_lent: self.read_sock_lent.load(Ordering::Relaxed),
+            read_sock_copied: self.read_sock_copied.load(Ordering::Relaxed),
+            read_sock_kept: self.read_sock_kept.load(Ordering::Relaxed),
         }
     }
 }

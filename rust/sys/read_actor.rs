@@ -4,16 +4,21 @@
 //! strparser, ...) fed socket buffers, as `tcp_read_sock` feeds it.
 //!
 //! An actor takes `struct sk_buff`s and may keep a reference to one, so every chunk is a
-//! socket buffer of its own (page frags, allocated without sleeping: an actor may hold an
-//! atomic mapping between calls), filled by the caller and put after the actor ran. Bytes the actor did not use stay where they were:
-//! the caller consumes only what [`ReadActor::feed`] returns.
+//! socket buffer of its own, allocated without sleeping (an actor may hold an atomic
+//! mapping between calls) and put after the actor ran. Where the bytes are in kernel
+//! pages the buffer's frags are those pages ([`ReadActor::lend`]: no copy), and a
+//! [`Lent`] says when the actor let go of them; otherwise they are copied into fresh
+//! pages ([`ReadActor::feed`]). Bytes the actor did not use stay where they were: the
+//! caller consumes only what it used.
 
 use crate::sys::bindings;
-use core::ffi::c_int;
+use core::ffi::{c_int, c_void};
 use core::mem::MaybeUninit;
-use core::ptr;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::error::to_result;
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// The most bytes one socket buffer carries (16 pages: what one TCP skb of a large
 /// receive holds).
@@ -75,6 +80,58 @@ impl ReadActor {
         Ok((used as usize).min(filled))
     }
 
+    /// Hands the actor the `len` bytes at `addr` in place: its socket buffer's frags are
+    /// the pages they are in (kernel memory from `vmalloc`, at most `MAX_SKB_FRAGS`
+    /// pages), which hold a reference each, so that they outlive the memory's owner.
+    /// `None` when they cannot be lent (other memory, too many pages, no memory for the
+    /// buffer): copy them instead ([`feed`](Self::feed)). Otherwise how many the actor
+    /// used (or its own error, as it gave it), and, if it kept the buffer after it
+    /// returned, the [`Lent`] that says when it lets go: the bytes must not change until
+    /// then, whatever the actor returned.
+    pub(crate) fn lend(
+        &mut self,
+        addr: NonNull<u8>,
+        len: usize,
+    ) -> Option<(Result<usize>, Option<Arc<Lent>>)> {
+        let lent = Arc::new(
+            Lent {
+                released: AtomicBool::new(false),
+            },
+            GFP_ATOMIC,
+        )
+        .ok()?;
+        let ctx = lent.clone().into_raw();
+        let mut fed = false;
+        // SAFETY: `desc`, `actor` and `sk` are valid for the call (see `new`); `addr` is
+        // valid for `len` bytes (the caller's) and the helper takes page references; `ctx`
+        // is a counted reference that `lent_released` takes back once, if the helper fed
+        // the actor (`fed`).
+        let used = unsafe {
+            bindings::sci_read_lend(
+                self.desc,
+                self.actor,
+                self.sk,
+                addr.as_ptr().cast_const().cast(),
+                len,
+                Some(lent_released),
+                ctx.cast_mut().cast(),
+                &mut fed,
+            )
+        };
+        if !fed {
+            // SAFETY: the helper did not keep `ctx` (it fed nothing): the reference is ours.
+            drop(unsafe { Arc::from_raw(ctx) });
+            return None;
+        }
+        let kept = (!lent.released()).then_some(lent);
+        let used = if used < 0 {
+            Err(Error::from_errno(used))
+        } else {
+            Ok((used as usize).min(len))
+        };
+        Some((used, kept))
+    }
+
     /// Passes the actor on to another socket's `read_sock` (a native TCP socket's), under
     /// that socket's lock: what it returned.
     pub(crate) fn read_sock_of(&mut self, sock: *mut bindings::socket) -> c_int {
@@ -82,4 +139,37 @@ impl ReadActor {
         // valid for the call (see `new`).
         unsafe { bindings::sci_native_read_sock(sock, self.desc, self.actor) }
     }
+}
+
+/// Bytes a kernel reader was handed in place ([`ReadActor::lend`]) and kept after its actor
+/// returned (a clone of the socket buffer): whether it let go of them since.
+pub(crate) struct Lent {
+    released: AtomicBool,
+}
+
+impl Lent {
+    /// The last reference to the socket buffer's data went: the bytes may change now.
+    pub(crate) fn released(&self) -> bool {
+        self.released.load(Ordering::Acquire)
+    }
+}
+
+/// The lent buffer's completion (`sci_lend_complete`, in any context): takes back the
+/// reference [`ReadActor::lend`] gave away.
+///
+/// # Safety
+///
+/// `ctx` is a reference `lend` gave the helper, passed back once.
+unsafe extern "C" fn lent_released(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Arc::into_raw` of a `Lent` that `lend` gave the helper, which
+    // calls this once for it.
+    let lent = unsafe { Arc::from_raw(ctx.cast_const().cast::<Lent>()) };
+    lent.released.store(true, Ordering::Release);
+}
+
+/// Waits until every buffer lent to a kernel reader was let go and no completion runs any
+/// more: the module's code must outlive them (module unload, after the last socket).
+pub(crate) fn drain_lends() {
+    // SAFETY: no lock is held; the helper sleeps until the count drops to 0.
+    unsafe { bindings::sci_read_lends_drain() };
 }

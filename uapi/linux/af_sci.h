@@ -232,6 +232,15 @@ enum sci_stats_attr {
 	SCI_STATS_A_DGRAM_RECEIVED,	/* u64: datagrams received over SCI */
 	SCI_STATS_A_DGRAM_DROPPED,	/* u64: datagrams dropped at a full SCI ring (the
 					 * sender's count: the datagram never left) */
+	/* Kernel users reading with read_sock (e.g. iscsi_tcp; see "Kernel users"): */
+	SCI_STATS_A_READ_SOCK_LENT,	/* u64: bytes a reader's actor used in place (the
+					 * ring's own pages as skb frags, no copy) */
+	SCI_STATS_A_READ_SOCK_COPIED,	/* u64: bytes a reader's actor used that were copied
+					 * into fresh socket buffers first (device memory,
+					 * or while an earlier lent buffer is kept) */
+	SCI_STATS_A_READ_SOCK_KEPT,	/* u64: times a reader kept a lent buffer after its
+					 * actor returned (the ring holds the writer off
+					 * those bytes until it lets go) */
 
 	__SCI_STATS_A_MAX,
 };

@@ -413,6 +413,18 @@ pub(crate) fn stats_get(stack: &Stack, req: &Request<'_>) -> Result {
                     sci_stats_attr_SCI_STATS_A_DGRAM_DROPPED,
                     stats.dgram_dropped,
                 ),
+                (
+                    sci_stats_attr_SCI_STATS_A_READ_SOCK_LENT,
+                    stats.read_sock_lent,
+                ),
+                (
+                    sci_stats_attr_SCI_STATS_A_READ_SOCK_COPIED,
+                    stats.read_sock_copied,
+                ),
+                (
+                    sci_stats_attr_SCI_STATS_A_READ_SOCK_KEPT,
+                    stats.read_sock_kept,
+                ),
             ] {
                 w.put_u64(attr as u16, v, pad)?;
             }

@@ -36,6 +36,12 @@ impl SciSock {
                     }
                     r => r?,
                 };
+                let stats = own.stats();
+                stats.read_sock_lent(end.lent as u64);
+                stats.read_sock_copied((end.used as usize).saturating_sub(end.lent) as u64);
+                if end.kept {
+                    stats.read_sock_kept();
+                }
                 if end.moved_and_drained && resumed {
                     // The rest is on the TCP connection: read again, from the top.
                     own.wake(Wake::Readable);

@@ -81,6 +81,9 @@ struct sci_net_stats {
 	u64	dgram_sent;
 	u64	dgram_received;
 	u64	dgram_dropped;
+	u64	read_sock_lent;
+	u64	read_sock_copied;
+	u64	read_sock_kept;
 };
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);

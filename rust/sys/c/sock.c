@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* af_sci C helpers, sock: see sock.h. No logic lives here. */
 #include <linux/fs.h>
+#include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
 #include <net/inet_connection_sock.h>
 #include <net/tcp.h>
 #include <net/udp.h>
@@ -305,6 +307,94 @@ int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci
 	}
 	consume_skb(skb);
 	return used;
+}
+
+/* A lent skb's zerocopy state: how the ring learns that its pages were let go. */
+struct sci_lend {
+	struct ubuf_info ubuf;
+	void (*released)(void *ctx);
+	void *ctx;
+};
+
+/* Lent skbs not yet let go: the module is not unloaded while one is (its completion is here). */
+static atomic_t sci_lends_out = ATOMIC_INIT(0);
+
+static void sci_lend_complete(struct sk_buff *skb, struct ubuf_info *uarg, bool zerocopy_success)
+{
+	struct sci_lend *lend = container_of(uarg, struct sci_lend, ubuf);
+
+	/* A copy of the skb (pskb_copy) took a reference of its own: the last one ends it. */
+	if (!refcount_dec_and_test(&uarg->refcnt))
+		return;
+	/* Under RCU, so that sci_read_lends_drain() also waits for this function's end. */
+	rcu_read_lock();
+	lend->released(lend->ctx);
+	kfree(lend);
+	if (atomic_dec_and_test(&sci_lends_out))
+		wake_up_var(&sci_lends_out);
+	rcu_read_unlock();
+}
+
+static const struct ubuf_info_ops sci_lend_ops = {
+	.complete = sci_lend_complete,
+};
+
+int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *sk,
+		  const void *addr, size_t len, void (*released)(void *ctx), void *ctx, bool *fed)
+{
+	gfp_t gfp = sk_gfp_mask(sk, GFP_ATOMIC | __GFP_NOWARN);
+	unsigned long start = (unsigned long)addr;
+	struct sci_lend *lend;
+	struct sk_buff *skb;
+	size_t done = 0;
+	int i = 0, used;
+
+	*fed = false;
+	if (!len || !is_vmalloc_addr(addr) || !is_vmalloc_addr(addr + len - 1))
+		return -EINVAL;
+	if (DIV_ROUND_UP(offset_in_page(start) + len, PAGE_SIZE) > MAX_SKB_FRAGS)
+		return -E2BIG;
+	skb = alloc_skb(0, gfp);
+	if (!skb)
+		return -ENOMEM;
+	lend = kmalloc(sizeof(*lend), gfp);
+	if (!lend) {
+		kfree_skb(skb);
+		return -ENOMEM;
+	}
+	lend->ubuf.ops = &sci_lend_ops;
+	lend->ubuf.flags = SKBFL_ZEROCOPY_FRAG;
+	refcount_set(&lend->ubuf.refcnt, 1);
+	lend->released = released;
+	lend->ctx = ctx;
+	while (done < len) {
+		size_t off = offset_in_page(start + done);
+		size_t n = min_t(size_t, len - done, PAGE_SIZE - off);
+		struct page *page = vmalloc_to_page(addr + done);
+
+		/* The frag's own reference: the page outlives a segment freed meanwhile. */
+		get_page(page);
+		skb_fill_page_desc(skb, i++, page, off, n);
+		done += n;
+	}
+	skb->len = len;
+	skb->data_len = len;
+	skb->truesize += len;
+	atomic_inc(&sci_lends_out);
+	skb_zcopy_init(skb, &lend->ubuf);
+	*fed = true;
+	local_bh_disable();	/* as sci_read_buf_feed */
+	used = actor(desc, skb, 0, len);
+	local_bh_enable();
+	/* The last reference, unless the actor kept one: then released() comes later. */
+	consume_skb(skb);
+	return used;
+}
+
+void sci_read_lends_drain(void)
+{
+	wait_var_event(&sci_lends_out, !atomic_read(&sci_lends_out));
+	synchronize_rcu();
 }
 
 int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_actor_t actor)

@@ -93,6 +93,9 @@ pub mod stats_a {
     pub const DGRAM_SENT: u16 = 7;
     pub const DGRAM_RECEIVED: u16 = 8;
     pub const DGRAM_DROPPED: u16 = 9;
+    pub const READ_SOCK_LENT: u16 = 10;
+    pub const READ_SOCK_COPIED: u16 = 11;
+    pub const READ_SOCK_KEPT: u16 = 12;
 }
 
 /// `enum sci_fallback_attr`.
@@ -431,6 +434,11 @@ pub enum StatsAttr {
     DgramSent(u64),
     DgramReceived(u64),
     DgramDropped(u64),
+    /// Bytes kernel readers (`read_sock`) used in place and copied, and the times they
+    /// kept a lent buffer.
+    ReadSockLent(u64),
+    ReadSockCopied(u64),
+    ReadSockKept(u64),
     Other(DefaultNla),
 }
 
@@ -443,7 +451,10 @@ impl Nla for StatsAttr {
             | StatsAttr::ImplicitConnections(_)
             | StatsAttr::DgramSent(_)
             | StatsAttr::DgramReceived(_)
-            | StatsAttr::DgramDropped(_) => 8,
+            | StatsAttr::DgramDropped(_)
+            | StatsAttr::ReadSockLent(_)
+            | StatsAttr::ReadSockCopied(_)
+            | StatsAttr::ReadSockKept(_) => 8,
             StatsAttr::Fallback(attrs) => nested_len(attrs),
             StatsAttr::Other(nla) => nla.value_len(),
         }
@@ -458,6 +469,9 @@ impl Nla for StatsAttr {
             StatsAttr::DgramSent(_) => stats_a::DGRAM_SENT,
             StatsAttr::DgramReceived(_) => stats_a::DGRAM_RECEIVED,
             StatsAttr::DgramDropped(_) => stats_a::DGRAM_DROPPED,
+            StatsAttr::ReadSockLent(_) => stats_a::READ_SOCK_LENT,
+            StatsAttr::ReadSockCopied(_) => stats_a::READ_SOCK_COPIED,
+            StatsAttr::ReadSockKept(_) => stats_a::READ_SOCK_KEPT,
             StatsAttr::Fallback(_) => stats_a::FALLBACK | NLA_F_NESTED,
             StatsAttr::Other(nla) => nla.kind(),
         }
@@ -471,7 +485,10 @@ impl Nla for StatsAttr {
             | StatsAttr::ImplicitConnections(v)
             | StatsAttr::DgramSent(v)
             | StatsAttr::DgramReceived(v)
-            | StatsAttr::DgramDropped(v) => emit_u64(buffer, *v).unwrap_or_default(),
+            | StatsAttr::DgramDropped(v)
+            | StatsAttr::ReadSockLent(v)
+            | StatsAttr::ReadSockCopied(v)
+            | StatsAttr::ReadSockKept(v) => emit_u64(buffer, *v).unwrap_or_default(),
             StatsAttr::Fallback(attrs) => emit_nested(attrs, buffer),
             StatsAttr::Other(nla) => nla.emit_value(buffer),
         }
@@ -489,6 +506,9 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
             stats_a::DGRAM_SENT => StatsAttr::DgramSent(parse_u64(p)?),
             stats_a::DGRAM_RECEIVED => StatsAttr::DgramReceived(parse_u64(p)?),
             stats_a::DGRAM_DROPPED => StatsAttr::DgramDropped(parse_u64(p)?),
+            stats_a::READ_SOCK_LENT => StatsAttr::ReadSockLent(parse_u64(p)?),
+            stats_a::READ_SOCK_COPIED => StatsAttr::ReadSockCopied(parse_u64(p)?),
+            stats_a::READ_SOCK_KEPT => StatsAttr::ReadSockKept(parse_u64(p)?),
             stats_a::FALLBACK => StatsAttr::Fallback(parse_nlas(p)?),
             _ => StatsAttr::Other(DefaultNla::parse(buf)?),
         })

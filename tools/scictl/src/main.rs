@@ -643,6 +643,9 @@ mod tests {
                 ("DGRAM_SENT", stats_a::DGRAM_SENT.into()),
                 ("DGRAM_RECEIVED", stats_a::DGRAM_RECEIVED.into()),
                 ("DGRAM_DROPPED", stats_a::DGRAM_DROPPED.into()),
+                ("READ_SOCK_LENT", stats_a::READ_SOCK_LENT.into()),
+                ("READ_SOCK_COPIED", stats_a::READ_SOCK_COPIED.into()),
+                ("READ_SOCK_KEPT", stats_a::READ_SOCK_KEPT.into()),
             ],
         );
         check(

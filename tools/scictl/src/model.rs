@@ -188,6 +188,12 @@ pub struct Stats {
     pub dgram_sent: u64,
     pub dgram_received: u64,
     pub dgram_dropped: u64,
+    /// Bytes kernel readers' (`read_sock`) actors used in place (the ring's own pages)
+    /// and copied into fresh socket buffers first; times a kernel reader kept a lent
+    /// buffer after its actor returned.
+    pub read_sock_lent: u64,
+    pub read_sock_copied: u64,
+    pub read_sock_kept: u64,
     /// Whether the namespace publishes its addresses in the fabric's node table (always
     /// in the initial namespace); `None` from a module that does not say.
     pub publishes: Option<bool>,
@@ -214,6 +220,9 @@ pub fn stats(attrs: &[SciAttr]) -> Stats {
                 StatsAttr::DgramSent(v) => out.dgram_sent = *v,
                 StatsAttr::DgramReceived(v) => out.dgram_received = *v,
                 StatsAttr::DgramDropped(v) => out.dgram_dropped = *v,
+                StatsAttr::ReadSockLent(v) => out.read_sock_lent = *v,
+                StatsAttr::ReadSockCopied(v) => out.read_sock_copied = *v,
+                StatsAttr::ReadSockKept(v) => out.read_sock_kept = *v,
                 StatsAttr::Fallback(f) => {
                     let reason = f.iter().find_map(|a| match a {
                         FallbackAttr::Reason(r) => Some(*r),
@@ -501,6 +510,10 @@ pub fn stats_text(stats: &Stats) -> String {
          datagrams over SCI:  sent {}  received {}  dropped {}\n",
         stats.implicit_connections, stats.dgram_sent, stats.dgram_received, stats.dgram_dropped
     ));
+    out.push_str(&format!(
+        "read_sock:  {} bytes in place, {} copied, {} kept buffers\n",
+        stats.read_sock_lent, stats.read_sock_copied, stats.read_sock_kept
+    ));
     if let Some(publishes) = stats.publishes {
         let yes = if publishes { "yes" } else { "no" };
         out.push_str(&format!("publishes addresses:  {yes}\n"));
@@ -525,6 +538,11 @@ pub fn stats_json(stats: &Stats) -> Value {
             "sent": stats.dgram_sent,
             "received": stats.dgram_received,
             "dropped": stats.dgram_dropped,
+        },
+        "read_sock": {
+            "lent": stats.read_sock_lent,
+            "copied": stats.read_sock_copied,
+            "kept": stats.read_sock_kept,
         },
     });
     if let Some(publishes) = stats.publishes {
@@ -850,6 +868,9 @@ mod tests {
             StatsAttr::DgramSent(100),
             StatsAttr::DgramReceived(90),
             StatsAttr::DgramDropped(2),
+            StatsAttr::ReadSockLent(65536),
+            StatsAttr::ReadSockCopied(4096),
+            StatsAttr::ReadSockKept(3),
         ])]);
         let s = stats(&reply);
         assert_eq!(
@@ -863,19 +884,23 @@ mod tests {
                 dgram_sent: 100,
                 dgram_received: 90,
                 dgram_dropped: 2,
+                read_sock_lent: 65536,
+                read_sock_copied: 4096,
+                read_sock_kept: 3,
                 publishes: None,
             }
         );
         assert_eq!(
             stats_text(&s),
-            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\n"
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\nread_sock:  65536 bytes in place, 4096 copied, 3 kept buffers\n"
         );
         assert_eq!(
             stats_json(&s),
             json!({"sockets": 12, "sci_connections": 2,
                    "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5},
                    "refusals_remembered": 7, "implicit_connections": 4,
-                   "datagrams": {"sent": 100, "received": 90, "dropped": 2}})
+                   "datagrams": {"sent": 100, "received": 90, "dropped": 2},
+                   "read_sock": {"lent": 65536, "copied": 4096, "kept": 3}})
         );
     }
 

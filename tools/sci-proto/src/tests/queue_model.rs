@@ -589,3 +589,72 @@ fn done_flag_after_an_empty_look_is_not_the_end() {
         "now the stream ends: {end:?}"
     );
 }
+
+/// `read_sock` lends a kernel reader the ring's own pages; a reader that keeps them after
+/// its actor returned holds the writer off them: the consumer cursor is announced up to
+/// the hold and no further (by `publish`, the wait and the close alike) until it is let go.
+#[test]
+fn a_hold_keeps_the_writer_off_lent_bytes() {
+    let mut q = QueuePair::new(6, 1, u64::MAX - 10, 1);
+    let s = q.producer.writable().unwrap();
+    q.rx_seg.copy_into_spans(s, &stream(5, 0, 40));
+    q.producer.commit(40).unwrap();
+    assert_eq!(q.consumer.readable().unwrap().total(), 40);
+    // 8 read and announced as usual; then 20 lent and kept, and 12 read behind them.
+    q.consumer.consume_and_update(8).unwrap();
+    let lent_at = q.consumer.consumed_cursor();
+    q.consumer.hold_from(lent_at).unwrap();
+    assert!(q.consumer.holding());
+    q.consumer.consume_and_update(20).unwrap();
+    q.consumer.consume_and_update(12).unwrap();
+    assert_eq!(q.consumer.available(), 0);
+    // A later hold does not move the earlier one.
+    let later = q.consumer.consumed_cursor();
+    q.consumer.hold_from(later).unwrap();
+    q.consumer.publish().unwrap();
+    q.consumer.prepare_wait().unwrap();
+    q.consumer.finish_wait();
+    q.producer.refresh().unwrap();
+    assert_eq!(
+        q.producer.free(),
+        64 - 32,
+        "only the 8 bytes before the hold are free"
+    );
+    // The writer fills what it may; none of it lands on the lent bytes.
+    let s = q.producer.writable().unwrap();
+    assert_eq!(s.total(), 32);
+    q.rx_seg.copy_into_spans(s, &stream(5, 40, 32));
+    q.producer.commit(32).unwrap();
+    assert_eq!(q.consumer.readable().unwrap().total(), 32);
+    // Let go: the cursor goes all the way.
+    q.consumer.release_hold();
+    assert!(!q.consumer.holding());
+    q.consumer.publish().unwrap();
+    q.producer.refresh().unwrap();
+    assert_eq!(q.producer.free(), 64 - 32);
+    assert_eq!(
+        q.rx_seg.copy_from_spans(q.consumer.readable().unwrap(), 32),
+        stream(5, 40, 32)
+    );
+    // A hold past what the writer published is refused.
+    let past = q.consumer.consumed_cursor().wrapping_add(33);
+    assert_eq!(q.consumer.hold_from(past), Err(ProtocolError::Overrun));
+}
+
+/// A reader that closes while it holds lent bytes announces its cursor only up to the
+/// hold: a writer that has not seen the close yet may still write.
+#[test]
+fn a_close_does_not_announce_past_a_hold() {
+    let mut q = QueuePair::new(6, 1, 0, 64);
+    let s = q.producer.writable().unwrap();
+    q.rx_seg.copy_into_spans(s, &stream(6, 0, 30));
+    q.producer.commit(30).unwrap();
+    q.consumer.readable().unwrap();
+    q.consumer.consume(10).unwrap();
+    let at = q.consumer.consumed_cursor();
+    q.consumer.hold_from(at).unwrap();
+    q.consumer.consume(20).unwrap();
+    q.consumer.set_closed();
+    q.producer.refresh().unwrap();
+    assert_eq!(q.producer.free(), 64 - 20);
+}
