@@ -6,10 +6,21 @@
  * sock_sendmsg/sock_recvmsg with bvec iterators (the iterators NBD and splice use), and
  * kernel_sock_shutdown().
  *
+ * And read_sock, as iscsi_tcp reads (kernel/patches/0002-*): an actor that keeps every
+ * socket buffer it is fed (skb_get; a clone would not do: skb_clone copies a lent
+ * buffer's pages first, as for any zerocopy skb). On the loopback fabric read_sock lends
+ * the ring's own pages; a kept buffer must hold the writer off them until it is let go,
+ * and the writer must go on once it is.
+ *
  * The test runs when the module is loaded: "insmod sci_kselftest.ko family=27" succeeds
- * only if every check passed; failures are logged and make insmod fail with EIO.
+ * only if every check passed; failures are logged and make insmod fail with EIO. With
+ * keep=1 one clone stays kept until the module is removed, after its sockets are closed:
+ * "rmmod af_sci" must then wait for it (the buffer's completion is af_sci's code).
  */
 #include <linux/bvec.h>
+#include <linux/delay.h>
+#include <linux/skbuff.h>
+#include <net/tcp.h>
 #include <linux/highmem.h>
 #include <linux/in.h>
 #include <linux/module.h>
@@ -22,6 +33,9 @@
 static int family = 27;
 module_param(family, int, 0444);
 MODULE_PARM_DESC(family, "AF_SCI family number (/sys/module/af_sci/parameters/family)");
+static bool keep;
+module_param(keep, bool, 0444);
+MODULE_PARM_DESC(keep, "keep one lent socket buffer until this module is removed");
 
 #define KVEC_BYTES	(4 << 20)
 #define CHUNK		(48 * 1024 + 7)	/* odd size: chunks straddle pages */
@@ -133,6 +147,158 @@ out:
 	}
 }
 
+/* read_sock with an actor that keeps every buffer it is fed. */
+#define KEEP_MAX	16
+#define KEEP_BYTES	(96 * 1024 + 5)
+#define RING_BYTES	(256 * 1024)	/* AF_SCI's ring (rust/conn/mod.rs RING_LOG2) */
+
+struct keeper {
+	struct sk_buff *skb[KEEP_MAX];
+	unsigned int off[KEEP_MAX], len[KEEP_MAX];
+	int n;
+	size_t total;
+	u8 *seen;	/* what the actor read, in order */
+};
+
+static struct sk_buff *kept_until_exit;
+
+static int keep_actor(read_descriptor_t *desc, struct sk_buff *skb, unsigned int off, size_t len)
+{
+	struct keeper *k = desc->arg.data;
+
+	if (k->n == KEEP_MAX || k->total + len > KEEP_BYTES)
+		return 0;
+	if (skb_copy_bits(skb, off, k->seen + k->total, len))
+		return -EFAULT;
+	k->skb[k->n] = skb_get(skb);
+	k->off[k->n] = off;
+	k->len[k->n++] = len;
+	k->total += len;
+	return len;
+}
+
+/* The kept clones still hold the bytes the actor read. */
+static bool kept_intact(struct keeper *k, u8 *buf)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < k->n; i++) {
+		if (skb_copy_bits(k->skb[i], k->off[i], buf + at, k->len[i]))
+			return false;
+		at += k->len[i];
+	}
+	return !memcmp(buf, k->seen, k->total);
+}
+
+static int send_some(struct socket *sock, const u8 *buf, size_t len, int flags)
+{
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL | flags };
+	struct kvec vec = { .iov_base = (void *)buf, .iov_len = len };
+
+	return kernel_sendmsg(sock, &msg, &vec, 1, len);
+}
+
+static int recv_all(struct socket *sock, u8 *buf, size_t len)
+{
+	struct msghdr msg = {};
+	struct kvec vec = { .iov_base = buf, .iov_len = len };
+
+	return kernel_recvmsg(sock, &msg, &vec, 1, len, MSG_WAITALL);
+}
+
+/* read_sock until the actor took want bytes (they arrive as the writer sends them). */
+static void read_kept(struct socket *rx, struct keeper *k, size_t want)
+{
+	unsigned long end = jiffies + 10 * HZ;
+	read_descriptor_t desc = { .arg.data = k };
+
+	while (k->total < want && time_before(jiffies, end)) {
+		desc.count = 1;
+		lock_sock(rx->sk);
+		rx->ops->read_sock(rx->sk, &desc, keep_actor);
+		release_sock(rx->sk);
+		if (k->total < want)
+			usleep_range(500, 1000);
+	}
+}
+
+static void test_read_sock_keep(struct socket *tx, struct socket *rx)
+{
+	u8 *out = kvmalloc(RING_BYTES, GFP_KERNEL), *buf = kvmalloc(RING_BYTES, GFP_KERNEL);
+	struct keeper k = { .seen = kvmalloc(KEEP_BYTES, GFP_KERNEL) };
+	size_t i, filled = 0;
+	int one = 1, ret, n;
+
+	if (!out || !buf || !k.seen) {
+		CHECK(0, "out of memory");
+		goto out;
+	}
+	CHECK(rx->ops->read_sock, "AF_SCI has no read_sock");
+	if (!rx->ops->read_sock)
+		goto out;
+	ret = tx->ops->setsockopt(tx, SOL_TCP, TCP_NODELAY, KERNEL_SOCKPTR(&one), sizeof(one));
+	CHECK(ret == 0, "TCP_NODELAY returned %d", ret);
+	for (i = 0; i < KEEP_BYTES; i++)
+		out[i] = pattern(i + 17);
+	ret = send_some(tx, out, KEEP_BYTES, 0);
+	CHECK(ret == KEEP_BYTES, "sending %d bytes returned %d", KEEP_BYTES, ret);
+	read_kept(rx, &k, KEEP_BYTES);
+	CHECK(k.total == KEEP_BYTES, "read_sock's actor took %zu of %d bytes", k.total, KEEP_BYTES);
+	CHECK(!memcmp(k.seen, out, k.total), "read_sock's actor read other bytes than were sent");
+
+	/* The writer fills all it may: never the kept bytes. */
+	memset(out, 0xee, RING_BYTES);
+	for (;;) {
+		ret = send_some(tx, out, 16 * 1024, MSG_DONTWAIT);
+		if (ret <= 0)
+			break;
+		filled += ret;
+		if (filled > 2 * RING_BYTES)
+			break;
+	}
+	CHECK(ret == -EAGAIN, "filling the ring ended with %d, want -EAGAIN", ret);
+	CHECK(filled < RING_BYTES, "the writer wrote %zu bytes past kept ones (ring %d)", filled,
+	      RING_BYTES);
+	CHECK(kept_intact(&k, buf), "a kept buffer's bytes changed under it");
+
+	/* Let go: what was written is read, and the writer gets the whole ring again. */
+	for (n = 0; n < k.n; n++)
+		kfree_skb(k.skb[n]);
+	k.n = 0;
+	ret = recv_all(rx, buf, filled);
+	CHECK(ret == filled, "reading the %zu filled bytes returned %d", filled, ret);
+	CHECK(ret == filled && !memchr_inv(buf, 0xee, filled), "the filled bytes differ");
+	tx->sk->sk_sndtimeo = 20 * HZ;
+	ret = send_some(tx, out, RING_BYTES - 4096, 0);
+	CHECK(ret == RING_BYTES - 4096,
+	      "after the kept buffers went, sending %d bytes returned %d (space never came back)",
+	      RING_BYTES - 4096, ret);
+	if (ret > 0) {
+		n = recv_all(rx, buf, ret);
+		CHECK(n == ret && !memchr_inv(buf, 0xee, ret), "reading them back returned %d", n);
+	}
+
+	if (keep) {
+		/* One clone outlives the sockets and af_sci's removal request. */
+		struct keeper last = { .seen = k.seen };
+
+		ret = send_some(tx, out, 4096, 0);
+		read_kept(rx, &last, 4096);
+		CHECK(last.n >= 1, "no buffer to keep (%d)", last.n);
+		if (last.n >= 1)
+			kept_until_exit = last.skb[0];
+		for (n = 1; n < last.n; n++)
+			kfree_skb(last.skb[n]);
+	}
+out:
+	for (n = 0; n < k.n; n++)
+		kfree_skb(k.skb[n]);
+	kvfree(k.seen);
+	kvfree(buf);
+	kvfree(out);
+}
+
 static void test_shutdown(struct socket *tx, struct socket *rx)
 {
 	struct msghdr msg = {};
@@ -185,6 +351,7 @@ static int __init sci_kselftest_init(void)
 	test_kvec(rx, tx);
 	test_bvec(tx, rx);
 	test_bvec(rx, tx);
+	test_read_sock_keep(tx, rx);
 	test_shutdown(tx, rx);
 out:
 	if (rx)
@@ -203,6 +370,7 @@ out:
 
 static void __exit sci_kselftest_exit(void)
 {
+	kfree_skb(kept_until_exit);
 }
 
 module_init(sci_kselftest_init);
