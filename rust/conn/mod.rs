@@ -42,10 +42,10 @@ use crate::proto::state::{self, Local, Peer, PeerEnd, TcpState};
 pub(crate) use crate::proto::state::{Phase, Release};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::read_actor::Lent;
 use crate::sys::net::{
     EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLRDNORM, EPOLLWRNORM,
 };
+use crate::sys::read_actor::Lent;
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};

@@ -22,9 +22,9 @@
 use super::transfer::{consume, heard};
 use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};
 use crate::fabric::Fabric;
+use crate::proto::ring::Span;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::proto::ring::Span;
 use crate::sys::read_actor::{ReadActor, CHUNK};
 use core::ffi::c_int;
 use kernel::prelude::*;

@@ -102,10 +102,10 @@ impl ReadActor {
         .ok()?;
         let ctx = lent.clone().into_raw();
         let mut fed = false;
+        // `ctx` is a counted reference that `lent_released` takes back once, if the helper
+        // fed the actor (`fed`).
         // SAFETY: `desc`, `actor` and `sk` are valid for the call (see `new`); `addr` is
-        // valid for `len` bytes (the caller's) and the helper takes page references; `ctx`
-        // is a counted reference that `lent_released` takes back once, if the helper fed
-        // the actor (`fed`).
+        // valid for `len` bytes (the caller's) and the helper takes page references.
         let used = unsafe {
             bindings::sci_read_lend(
                 self.desc,
