@@ -9,15 +9,15 @@
 //! receive path never sleeps either). So the connection's lock is taken once, before the
 //! first call, and everything the caller needs afterwards is read under it.
 //!
-//! Where the ring is this machine's kernel memory (the loopback fabric), the actor is
-//! handed its bytes in place: its socket buffer's frags are the ring's pages, so the one
-//! copy is the actor's own, as from TCP's receive queue. An actor may keep the buffer after
-//! it returned (a strparser clones it); the bytes then count as read, but the receive
-//! queue announces its cursor only up to them (`Consumer::hold_from`) until the buffer's
-//! last reference goes, which the next `read_sock` or the sweep (every 100 ms) notices
+//! Where the ring's memory has `struct page`s (the loopback fabric's kernel memory, the
+//! ivshmem BAR with its `ZONE_DEVICE` pages), the actor is handed its bytes in place: its
+//! socket buffer's frags are the ring's pages, so the one copy is the actor's own, as from
+//! TCP's receive queue. An actor may keep the buffer after it returned (`skb_get`; a
+//! clone gets copies of the pages); the bytes then count as read, but the receive queue
+//! announces its cursor only up to them (`Consumer::hold_from`) until the buffer's last
+//! reference goes, which the next `read_sock` or the sweep (every 100 ms) notices
 //! ([`settle_lent`]). While one buffer is kept, later bytes are copied, so at most one
-//! hold is out per connection. Device memory (ivshmem) has no pages to lend: its bytes
-//! are copied into fresh socket buffers for the actor.
+//! hold is out per connection. Memory without pages is copied into fresh socket buffers.
 
 use super::transfer::{consume, heard};
 use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};

@@ -71,6 +71,8 @@ pub(crate) struct DeviceMem {
     len: usize,
     /// The device is gone ([`DeviceMem::retire`]): no segment on it touches it any more.
     retired: AtomicBool,
+    /// The memory has `struct page`s ([`DeviceMem::set_has_pages`]).
+    has_pages: AtomicBool,
 }
 
 // SAFETY: plain shared memory, valid from any thread while this lives.
@@ -99,6 +101,7 @@ impl DeviceMem {
             ptr,
             len,
             retired: AtomicBool::new(false),
+            has_pages: AtomicBool::new(false),
         };
         match Arc::new(mem, GFP_KERNEL) {
             Ok(mem) => Ok(mem),
@@ -124,6 +127,13 @@ impl DeviceMem {
 
     fn retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
+    }
+
+    /// The device memory has `struct page`s (`ZONE_DEVICE`) until the device is removed,
+    /// whose removal waits for every buffer lent from it: its bytes may be handed to a
+    /// kernel reader in place ([`SegMem::lendable`]).
+    pub(crate) fn set_has_pages(&self) {
+        self.has_pages.store(true, Ordering::Release);
     }
 }
 
@@ -340,13 +350,22 @@ impl SegMem {
     }
 
     /// Where `span`'s bytes are, if they may be handed to a kernel reader in place (the
-    /// pages of its socket buffer: `ReadActor::lend`): kernel memory this segment owns.
-    /// Device memory has no `struct page` to lend; its bytes are copied.
+    /// pages of its socket buffer: `ReadActor::lend`): kernel memory this segment owns,
+    /// or device memory with `struct page`s that is still there (not retired, not moved
+    /// into kernel memory). Other device memory has no pages to lend; its bytes are copied.
     pub(crate) fn lendable(&self, span: Span) -> Option<NonNull<u8>> {
-        match self.backing {
-            Backing::Kernel { .. } => NonNull::new(self.span_ptr(span)?),
-            Backing::Device { .. } => None,
+        let lends = match &self.backing {
+            Backing::Kernel { .. } => true,
+            Backing::Device { map, .. } => {
+                map.has_pages.load(Ordering::Acquire)
+                    && !map.retired()
+                    && !self.is_rehomed.load(Ordering::Acquire)
+            }
+        };
+        if !lends {
+            return None;
         }
+        NonNull::new(self.span_ptr(span)?)
     }
 
     /// Copies up to `span.len` bytes of the segment into `iter`; returns the count.

@@ -131,6 +131,13 @@ impl Device {
         (start, usize::try_from(len).unwrap_or(0))
     }
 
+    /// `struct page`s for memory BAR `bar` (`ZONE_DEVICE`), so that its bytes can be page
+    /// frags of socket buffers; they go with the driver's binding, after `remove`.
+    pub(crate) fn memory_pages(&self, bar: u32) -> Result {
+        // SAFETY: a live device being probed; the helper ties the pages to its binding.
+        to_result(unsafe { bindings::sci_pci_bar_pages(self.as_ptr(), bar as c_int) })
+    }
+
     /// `pci_iomap` of the first `len` bytes of BAR `bar` (registers, uncached).
     pub(crate) fn iomap(&self, bar: u32, len: usize) -> Result<IoMem> {
         let (_, bar_len) = self.resource(bar);

@@ -81,8 +81,9 @@ impl ReadActor {
     }
 
     /// Hands the actor the `len` bytes at `addr` in place: its socket buffer's frags are
-    /// the pages they are in (kernel memory from `vmalloc`, at most `MAX_SKB_FRAGS`
-    /// pages), which hold a reference each, so that they outlive the memory's owner.
+    /// the pages they are in (`vmalloc`'d kernel memory, or device memory mapped with
+    /// `struct page`s; at most `MAX_SKB_FRAGS` pages), which hold a reference each, so
+    /// that they outlive the memory's owner.
     /// `None` when they cannot be lent (other memory, too many pages, no memory for the
     /// buffer): copy them instead ([`feed`](Self::feed)). Otherwise how many the actor
     /// used (or its own error, as it gave it), and, if it kept the buffer after it
@@ -142,7 +143,8 @@ impl ReadActor {
 }
 
 /// Bytes a kernel reader was handed in place ([`ReadActor::lend`]) and kept after its actor
-/// returned (a clone of the socket buffer): whether it let go of them since.
+/// returned (a reference to the socket buffer; a clone gets copies of the pages): whether
+/// it let go of them since.
 pub(crate) struct Lent {
     released: AtomicBool,
 }
@@ -168,7 +170,8 @@ unsafe extern "C" fn lent_released(ctx: *mut c_void) {
 }
 
 /// Waits until every buffer lent to a kernel reader was let go and no completion runs any
-/// more: the module's code must outlive them (module unload, after the last socket).
+/// more: the module's code, and the device memory's pages, must outlive them (module
+/// unload, after the last socket; an ivshmem device's removal).
 pub(crate) fn drain_lends() {
     // SAFETY: no lock is held; the helper sleeps until the count drops to 0.
     unsafe { bindings::sci_read_lends_drain() };

@@ -159,6 +159,15 @@ impl pci::Driver for IvshmemDriver {
             return Err(ENODEV);
         }
         let mem = DeviceMem::map_wb(phys, len)?;
+        // With struct pages, read_sock hands kernel readers the ring's bytes in place.
+        match dev.memory_pages(2) {
+            Ok(()) => mem.set_has_pages(),
+            Err(e) => pr_info!(
+                "{}: no struct pages for the shared memory ({:?}): read_sock copies it\n",
+                dev.name(),
+                e
+            ),
+        }
         // MSI-X only: the doorbell model has it, the plain model does not (and INTx of
         // the old revision-0 device is not worth a handler: it falls back to polling).
         let vectors = dev
@@ -207,5 +216,8 @@ impl pci::Driver for IvshmemDriver {
         }
         data.detach();
         drop(mine);
+        // The memory's struct pages go once this returns: no buffer lent from them may
+        // be left (a kernel reader that keeps one holds the removal up).
+        crate::sys::read_actor::drain_lends();
     }
 }

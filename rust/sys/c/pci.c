@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* af_sci C helpers, pci: see pci.h. No logic lives here. */
+#include <linux/memremap.h>
 #include "pci.h"
 
 int sci_pci_register_driver(struct pci_driver *drv)
@@ -21,3 +22,27 @@ void sci_pci_set_drvdata(struct pci_dev *pdev, void *data) { pci_set_drvdata(pde
 void *sci_pci_get_drvdata(struct pci_dev *pdev) { return pci_get_drvdata(pdev); }
 const char *sci_pci_name(const struct pci_dev *pdev) { return pci_name(pdev); }
 struct pci_driver *sci_pci_driver_of(struct pci_dev *pdev) { return to_pci_driver(pdev->dev.driver); }
+
+int sci_pci_bar_pages(struct pci_dev *pdev, int bar)
+{
+#if IS_ENABLED(CONFIG_ZONE_DEVICE)
+	struct dev_pagemap *pgmap;
+	void *addr;
+
+	pgmap = devm_kzalloc(&pdev->dev, sizeof(*pgmap), GFP_KERNEL);
+	if (!pgmap)
+		return -ENOMEM;
+	pgmap->type = MEMORY_DEVICE_GENERIC;
+	pgmap->range.start = pci_resource_start(pdev, bar);
+	pgmap->range.end = pci_resource_end(pdev, bar);
+	pgmap->nr_range = 1;
+	addr = devm_memremap_pages(&pdev->dev, pgmap);
+	if (IS_ERR(addr)) {
+		devm_kfree(&pdev->dev, pgmap);
+		return PTR_ERR(addr);
+	}
+	return 0;
+#else
+	return -EOPNOTSUPP;
+#endif
+}

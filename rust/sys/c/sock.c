@@ -354,6 +354,14 @@ int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *s
 		return -EINVAL;
 	if (DIV_ROUND_UP(offset_in_page(start) + len, PAGE_SIZE) > MAX_SKB_FRAGS)
 		return -E2BIG;
+	/* vmalloc'd pages, or a memremap of device memory that has struct pages (ZONE_DEVICE) */
+	for (done = 0; done < len; done += PAGE_SIZE - offset_in_page(start + done)) {
+		struct page *page = vmalloc_to_page(addr + done);
+
+		if (!page || !pfn_valid(page_to_pfn(page)))
+			return -EINVAL;
+	}
+	done = 0;
 	skb = alloc_skb(0, gfp);
 	if (!skb)
 		return -ENOMEM;

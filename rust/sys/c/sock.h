@@ -115,13 +115,14 @@ int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_a
 
 /*
  * read_sock without the copy: the actor is fed one skb whose page frags are the ring's own
- * pages, len bytes from the kernel virtual address addr (vmalloc'd memory only; -EINVAL
- * otherwise, -E2BIG past MAX_SKB_FRAGS pages, -ENOMEM when memory is short, *fed false:
- * the caller then copies instead, and released() is never called). The skb carries a ubuf_info (as MSG_ZEROCOPY's do): when
+ * pages, len bytes from the kernel virtual address addr: vmalloc'd memory, or a memremap
+ * of device memory that has struct pages. Otherwise (-EINVAL), past MAX_SKB_FRAGS pages
+ * (-E2BIG) or when memory is short (-ENOMEM), *fed is false, released() is never called,
+ * and the caller copies instead. The skb carries a ubuf_info (as MSG_ZEROCOPY's do): when
  * the last reference to its data goes, wherever and whenever that is (at once when the
- * actor kept nothing, later when it kept a clone), released(ctx) is called once, in any
+ * actor kept nothing, later when it kept it), released(ctx) is called once, in any
  * context. Returns what the actor used, or its error. sci_read_lends_drain: waits until
- * every lent skb was let go and no completion runs any more (module unload).
+ * every lent skb was let go and no completion runs any more (module unload, device removal).
  */
 int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *sk,
 		  const void *addr, size_t len, void (*released)(void *ctx), void *ctx, bool *fed);
