@@ -47,7 +47,15 @@ deps:
 kernel: deps
 	@$(TOP)/scripts/kernel.sh >/dev/null
 
+# What was built for another kernel goes first: kbuild would keep a C helper or the
+# generated bindings made under the other kernel's configuration (their timestamps look
+# newer than the new configuration's). Only the module's own outputs: a kbuild clean of
+# M=$(TOP) would sweep the whole tree (build/debug/tree, tools/target).
 module: deps $(KERNEL_DEP)
+	@mkdir -p $(BUILD); if [ "$$(cat $(BUILD)/module-kdir 2>/dev/null)" != "$(KDIR)" ]; then \
+		find $(TOP)/rust \( -name '*.o' -o -name '.*.cmd' -o -name '.*.d' \) -type f -delete; \
+		rm -f $(TOP)/rust/sys/shim_bindings.rs $(TOP)/af_sci.ko $(TOP)/af_sci.o $(TOP)/af_sci.mod*; \
+		echo "$(KDIR)" >$(BUILD)/module-kdir; fi
 	$(MAKE) -C $(KDIR) M=$(TOP) LLVM=1 $(if $(CLIPPY),CLIPPY=1) modules
 
 tools: deps
