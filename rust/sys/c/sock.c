@@ -380,7 +380,10 @@ int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *s
 		size_t n = min_t(size_t, len - done, PAGE_SIZE - off);
 		struct page *page = vmalloc_to_page(addr + done);
 
-		/* The frag's own reference: the page outlives a segment freed meanwhile. */
+		/*
+		 * The frag's own reference: a vmalloc'd page outlives its segment, freed
+		 * meanwhile. Device pages stay while the device does, whose removal drains.
+		 */
 		get_page(page);
 		skb_fill_page_desc(skb, i++, page, off, n);
 		done += n;
