@@ -744,6 +744,19 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         self.hold.is_some()
     }
 
+    /// Stores the consumer cursor to the peer as far as it may be announced
+    /// ([`announceable`](Self::announceable)); whether it moved.
+    fn store_cursor(&mut self) -> bool {
+        let to = self.announceable();
+        if to == self.published {
+            return false;
+        }
+        self.credit
+            .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), to);
+        self.published = to;
+        true
+    }
+
     /// How far the consumer cursor may be announced: where it is, or the hold if that
     /// is before it.
     fn announceable(&self) -> u64 {
@@ -916,14 +929,10 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// move since the last publish.
     pub(crate) fn publish(&mut self) -> Result<bool, ProtocolError> {
         self.check()?;
-        let to = self.announceable();
-        if to == self.published {
+        if !self.store_cursor() {
             // The writer read this cursor after posting any request it has.
             return Ok(false);
         }
-        self.credit
-            .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), to);
-        self.published = to;
         self.ring.fence();
         let w = self.load_peer_flags();
         self.latch_peer(w);
@@ -1021,11 +1030,8 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// may still write). After it this side writes nothing more to the peer's
     /// segment. Works even after a protocol error. The caller rings the doorbell.
     pub(crate) fn set_closed(&mut self) {
-        let to = self.announceable();
-        if self.error.is_none() && to != self.published {
-            self.credit
-                .store_u64(at(self.credit_base, CREDIT_CONS_CURSOR), to);
-            self.published = to;
+        if self.error.is_none() {
+            self.store_cursor();
         }
         if self.own.bits & F_CLOSED == 0 {
             self.own.bits |= F_CLOSED;

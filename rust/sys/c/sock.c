@@ -287,19 +287,16 @@ int sci_read_buf_alloc(struct sock *sk, size_t len, struct sci_read_buf *buf)
 	return 0;
 }
 
-int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci_read_buf *buf,
-		      size_t len)
+/*
+ * The actor fed the first len bytes of skb (none when len is 0), then our reference put:
+ * what the actor used, or its error. With bottom halves off, as in TCP's receive softirq,
+ * where such actors run: iscsi_tcp's completion path takes its session lock without _bh.
+ */
+static int sci_feed_actor(read_descriptor_t *desc, sk_read_actor_t actor, struct sk_buff *skb,
+			  size_t len)
 {
-	struct sk_buff *skb = buf->skb;
 	int used = 0;
 
-	buf->skb = NULL;
-	if (len < skb->len && pskb_trim(skb, len))
-		len = 0;
-	/*
-	 * With bottom halves off, as in TCP's receive softirq, where such actors run:
-	 * iscsi_tcp's completion path takes its session lock without _bh.
-	 */
 	if (len) {
 		local_bh_disable();
 		used = actor(desc, skb, 0, len);
@@ -307,6 +304,17 @@ int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci
 	}
 	consume_skb(skb);
 	return used;
+}
+
+int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci_read_buf *buf,
+		      size_t len)
+{
+	struct sk_buff *skb = buf->skb;
+
+	buf->skb = NULL;
+	if (len < skb->len && pskb_trim(skb, len))
+		len = 0;
+	return sci_feed_actor(desc, actor, skb, len);
 }
 
 /* A lent skb's zerocopy state: how the ring learns that its pages were let go. */
@@ -344,24 +352,24 @@ int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *s
 {
 	gfp_t gfp = sk_gfp_mask(sk, GFP_ATOMIC | __GFP_NOWARN);
 	unsigned long start = (unsigned long)addr;
+	struct page *pages[MAX_SKB_FRAGS];
 	struct sci_lend *lend;
 	struct sk_buff *skb;
-	size_t done = 0;
-	int i = 0, used;
+	int i, n_pages;
+	size_t done;
 
 	*fed = false;
 	if (!len || !is_vmalloc_addr(addr) || !is_vmalloc_addr(addr + len - 1))
 		return -EINVAL;
-	if (DIV_ROUND_UP(offset_in_page(start) + len, PAGE_SIZE) > MAX_SKB_FRAGS)
+	n_pages = DIV_ROUND_UP(offset_in_page(start) + len, PAGE_SIZE);
+	if (n_pages > MAX_SKB_FRAGS)
 		return -E2BIG;
 	/* vmalloc'd pages, or a memremap of device memory that has struct pages (ZONE_DEVICE) */
-	for (done = 0; done < len; done += PAGE_SIZE - offset_in_page(start + done)) {
-		struct page *page = vmalloc_to_page(addr + done);
-
-		if (!page || !pfn_valid(page_to_pfn(page)))
+	for (i = 0; i < n_pages; i++) {
+		pages[i] = vmalloc_to_page((void *)((start & PAGE_MASK) + i * PAGE_SIZE));
+		if (!pages[i] || !pfn_valid(page_to_pfn(pages[i])))
 			return -EINVAL;
 	}
-	done = 0;
 	skb = alloc_skb(0, gfp);
 	if (!skb)
 		return -ENOMEM;
@@ -375,17 +383,16 @@ int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *s
 	refcount_set(&lend->ubuf.refcnt, 1);
 	lend->released = released;
 	lend->ctx = ctx;
-	while (done < len) {
+	for (i = 0, done = 0; i < n_pages; i++) {
 		size_t off = offset_in_page(start + done);
 		size_t n = min_t(size_t, len - done, PAGE_SIZE - off);
-		struct page *page = vmalloc_to_page(addr + done);
 
 		/*
 		 * The frag's own reference: a vmalloc'd page outlives its segment, freed
 		 * meanwhile. Device pages stay while the device does, whose removal drains.
 		 */
-		get_page(page);
-		skb_fill_page_desc(skb, i++, page, off, n);
+		get_page(pages[i]);
+		skb_fill_page_desc(skb, i, pages[i], off, n);
 		done += n;
 	}
 	skb->len = len;
@@ -394,12 +401,8 @@ int sci_read_lend(read_descriptor_t *desc, sk_read_actor_t actor, struct sock *s
 	atomic_inc(&sci_lends_out);
 	skb_zcopy_init(skb, &lend->ubuf);
 	*fed = true;
-	local_bh_disable();	/* as sci_read_buf_feed */
-	used = actor(desc, skb, 0, len);
-	local_bh_enable();
-	/* The last reference, unless the actor kept one: then released() comes later. */
-	consume_skb(skb);
-	return used;
+	/* Ours is the last reference, unless the actor kept one: then released() comes later. */
+	return sci_feed_actor(desc, actor, skb, len);
 }
 
 void sci_read_lends_drain(void)
@@ -415,7 +418,7 @@ int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_a
 	if (!sock->ops->read_sock)
 		return -EOPNOTSUPP;
 	lock_sock(sock->sk);
-	local_bh_disable();	/* as sci_read_buf_feed */
+	local_bh_disable();	/* as sci_feed_actor */
 	ret = sock->ops->read_sock(sock->sk, desc, actor);
 	local_bh_enable();
 	release_sock(sock->sk);
