@@ -17,7 +17,8 @@
 #                sockperf plain vs sci-run), then between two guests (AF_SCI over ivshmem
 #                vs TCP over virtio-net), the same over ivshmem-plain (no interrupts:
 #                ping-pong and streams), then fio over NBD and iSCSI between two guests
-#                (selftests/bench/bench-block); tables printed, results in build/bench/
+#                (selftests/bench/bench-block); tables printed, results in build/bench/;
+#                on the benchmark kernel (no lockdep: kernel/bench.config; built once, cached)
 #   make install / make uninstall  the module (lib/modules/KVER/updates, depmod), tools,
 #                preload library, man pages, af_sci.service and example configuration
 #                (DESTDIR, PREFIX=/usr/local, KDIR honoured)
@@ -111,7 +112,15 @@ dkms-source:
 # The single-guest part, then the inter-VM part (selftests/bench/bench-pair); both always run and
 # print their tables, and the target fails when either failed.
 # BENCH_ARGS: sci-bench options of the single-guest part; BENCH_PAIR_ARGS: of the inter-VM one.
+# It boots the benchmark kernel (KERNEL_VARIANT=bench: the test kernel without lockdep and
+# the other lock debugging, kernel/bench.config; built once, cached) and builds the module
+# for it; the next make test builds the module for the test kernel again.
+# make bench KERNEL_VARIANT= measures on the test kernel instead.
 .PHONY: bench
+bench: export KERNEL_VARIANT ?= bench
+ifneq ($(KERNEL_DEP),)
+bench: KDIR = $(shell KERNEL_VARIANT=$(KERNEL_VARIANT) $(TOP)/scripts/kernel.sh --dir)
+endif
 bench: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Build (or reuse) the guest kernel for af_sci.
 #
-# Two variants share the source and patches: the test kernel (kernel/af_sci.config) and,
-# with KERNEL_VARIANT=debug, the sanitizer kernel (that fragment followed by
-# kernel/debug.config: KASAN, kmemleak, UBSAN, fault injection), each in its own directory.
+# Three variants share the source and patches: the test kernel (kernel/af_sci.config), with
+# KERNEL_VARIANT=debug the sanitizer kernel (that fragment followed by kernel/debug.config:
+# KASAN, kmemleak, UBSAN, fault injection), and with KERNEL_VARIANT=bench the benchmark
+# kernel (followed by kernel/bench.config: the test kernel without lockdep and the other
+# debugging), each in its own directory.
 #
 # The build lives outside the work tree, under $AF_SCI_CACHE (default ~/.cache/af_sci),
 # keyed by the Debian linux-source-6.12 package version and a hash of the config fragment
@@ -27,7 +29,8 @@ fragments=("${KCONFIG_FRAGMENT:-$top/kernel/af_sci.config}")
 case ${KERNEL_VARIANT:-} in
 "") ;;
 debug) fragments+=("$top/kernel/debug.config") ;;
-*) echo "kernel.sh: unknown KERNEL_VARIANT '$KERNEL_VARIANT' (none, or debug)" >&2; exit 2 ;;
+bench) fragments+=("$top/kernel/bench.config") ;;
+*) echo "kernel.sh: unknown KERNEL_VARIANT '$KERNEL_VARIANT' (none, debug or bench)" >&2; exit 2 ;;
 esac
 # The fragments as one (the key and Kconfig read this).
 fragment_text() { cat "${fragments[@]}"; }
@@ -80,7 +83,15 @@ fragment_text >"$fragment"
 echo "kernel.sh: configuring $out from ${fragments[*]##*/}" >&2
 make -s -C "$src" O="$out" LLVM=1 KCONFIG_ALLCONFIG="$fragment" allnoconfig >&2
 
-# Kconfig silently drops options whose dependencies are unmet; refuse such a config.
+# Kconfig silently drops options whose dependencies are unmet; refuse such a config. A
+# later fragment may set an option again (bench.config unsets the debugging): the last
+# line about an option is the one that counts, as for Kconfig.
+effective() {
+	awk '/^CONFIG_[A-Za-z0-9_]+=/ || /^# CONFIG_[A-Za-z0-9_]+ is not set$/ {
+		opt = $0; sub(/^# /, "", opt); sub(/[= ].*/, "", opt)
+		if (!(opt in line)) order[n++] = opt; line[opt] = $0 }
+	     END { for (i = 0; i < n; i++) print line[order[i]] }' "$fragment"
+}
 missing=0
 while IFS= read -r line; do
 	case "$line" in
@@ -90,7 +101,7 @@ while IFS= read -r line; do
 		opt=${line#\# }; opt=${opt%% *}
 		grep -q "^$opt=" "$out/.config" && { echo "kernel.sh: $opt should be unset" >&2; missing=1; } ;;
 	esac
-done < "$fragment"
+done < <(effective)
 if [ "$missing" != 0 ]; then
 	echo "kernel.sh: the config fragment is not fully satisfied; fix ${fragments[*]}" >&2
 	exit 1
