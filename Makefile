@@ -29,9 +29,10 @@ SHELL := /bin/bash
 TOP := $(CURDIR)
 BUILD := $(TOP)/build
 
-# KDIR given by the user: use it as is. Otherwise the cached kernel, built on demand.
+# KDIR given by the user: use it as is. Otherwise the cached kernel, built on demand: the
+# variant KERNEL_VARIANT names, as the target sees it (make bench sets it).
 ifeq ($(origin KDIR),undefined)
-KDIR = $(shell $(TOP)/scripts/kernel.sh --dir)
+KDIR = $(shell KERNEL_VARIANT=$(KERNEL_VARIANT) $(TOP)/scripts/kernel.sh --dir)
 KERNEL_DEP := kernel
 else
 KERNEL_DEP :=
@@ -118,9 +119,6 @@ dkms-source:
 # make bench KERNEL_VARIANT= measures on the test kernel instead.
 .PHONY: bench
 bench: export KERNEL_VARIANT ?= bench
-ifneq ($(KERNEL_DEP),)
-bench: KDIR = $(shell KERNEL_VARIANT=$(KERNEL_VARIANT) $(TOP)/scripts/kernel.sh --dir)
-endif
 bench: module tools
 	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
