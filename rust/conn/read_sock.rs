@@ -25,6 +25,7 @@ use crate::fabric::Fabric;
 use crate::proto::ring::Span;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::sys::params::widen_wait_race_for_test;
 use crate::sys::read_actor::{ReadActor, CHUNK};
 use core::ffi::c_int;
 use kernel::prelude::*;
@@ -43,6 +44,9 @@ pub(crate) struct ReadEnd {
     pub(crate) lent: usize,
     /// The actor kept a buffer it was lent.
     pub(crate) kept: bool,
+    /// Bytes kept coming while the ring was looked at: the reader must read again
+    /// (woken as by an arrival), since they rang no doorbell.
+    pub(crate) come_back: bool,
 }
 
 /// If the kernel reader let go of the ring bytes it kept, lets the writer have them:
@@ -89,24 +93,35 @@ impl Conn {
         let mut kept = false;
         let mut failed = None;
         let mut looks = 0;
+        let mut come_back = false;
         rx_q.finish_wait();
         let empty = loop {
             rx_q.refresh().map_err(proto_err)?;
             let spans = rx_q.readable().map_err(proto_err)?;
             let Some(span) = spans.iter().find(|s| s.len > 0) else {
                 // A moving connection's ring is frozen: what it shows is all there is (its
-                // cursor may say more; `recv` stops here too). Otherwise the flags once
-                // more (`peer_when_empty`): a byte that came meanwhile is read, but only a
-                // few times over (nothing here may spin: the actor may hold an atomic
-                // mapping, and a lying peer could keep the cursor moving).
-                looks += 1;
-                if *moving || looks > 3 {
+                // cursor may say more; `recv` stops here too).
+                if *moving {
                     break true;
                 }
-                match rx_q.peer_when_empty().map_err(proto_err)? {
-                    Some(_) => break true,
-                    None => continue,
+                // Ask to hear of the next byte (the reader's next sk_data_ready depends on
+                // it), then look once more: a byte that came before the request was
+                // posted rang no doorbell, so it is read now, but only a few times over
+                // (nothing here may spin: the actor may hold an atomic mapping, and a
+                // lying peer could keep the cursor moving); past that the reader is told
+                // to come back.
+                widen_wait_race_for_test();
+                ring |= rx_q.prepare_wait().map_err(proto_err)?.notify_peer;
+                if rx_q.available() == 0 {
+                    break true;
                 }
+                rx_q.finish_wait();
+                looks += 1;
+                if looks > 3 {
+                    come_back = true;
+                    break false;
+                }
+                continue;
             };
             let given = span.len.min(CHUNK);
             let part = Span {
@@ -154,10 +169,12 @@ impl Conn {
             moved_and_drained: false,
             lent: used_lent,
             kept,
+            come_back,
         };
         if empty {
-            // Ask to hear of the next byte: the reader's next sk_data_ready depends on it.
-            ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+            if *moving {
+                ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+            }
             heard(local, rx_q.peer(), own);
             end.moved_and_drained = *moving && rx_q.frozen() && rx_q.available() == 0;
             if !*moving {

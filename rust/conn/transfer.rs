@@ -16,6 +16,7 @@ use crate::proto::state::{self, Local, Peer, RecvEnd, SendEnd};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::Msg;
+use crate::sys::params::widen_wait_race_for_test;
 use crate::sys::task::{cpu_contended, send_sigpipe};
 use core::ffi::c_int;
 use kernel::prelude::*;
@@ -324,11 +325,20 @@ impl Conn {
                 }
             }
             if timeo == 0 {
-                // Empty and not waiting: ask to hear of the next byte (epoll).
-                let ring = rx.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+                // Empty and not waiting: ask to hear of the next byte (epoll). A byte that
+                // came before the request was posted rings no doorbell, and would wake no
+                // edge-triggered epoll: read it now instead of saying EAGAIN.
+                widen_wait_race_for_test();
+                let (ring, came) = match rx.prepare_wait() {
+                    Ok(d) => (d.notify_peer, rx.available() > 0),
+                    Err(_) => (false, false),
+                };
                 drop(g);
                 if ring {
                     self.notify_peer(fabric, peer_id);
+                }
+                if came {
+                    continue;
                 }
                 return partial(copied, EAGAIN);
             }

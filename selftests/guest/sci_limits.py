@@ -23,6 +23,14 @@
       back at once (scictl stats: peer-rejected, and refusals remembered); an AF_SCI
       listener that opens on that port ends it at once; refusal_ms=0 remembers nothing.
 
+  sci_limits.py wait-race
+      An edge-triggered epoll echo server reads until EAGAIN while its client sends the
+      next request at once; the test_wait_race_us module parameter holds each empty look
+      open for 2 ms before the reader posts its wait request, so most requests come in
+      that window and ring no doorbell. Every one must still be read (never EAGAIN with
+      bytes in the ring, which would leave the server waiting for an edge that never
+      comes): 300 rounds, each within 10 s.
+
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
 """
@@ -31,6 +39,7 @@ import hashlib
 import json
 import os
 import resource
+import select
 import socket
 import struct
 import subprocess
@@ -365,6 +374,61 @@ def refusals(scictl):
     set_param("refusal_ms", saved)
 
 
+def wait_race():
+    rounds, msg = 300, b"wait-race 14 B"
+    srv = listener()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI and info(acc)[0] == MODE_SCI, "both ends are SCI")
+    acc.setblocking(False)
+    ep = select.epoll()
+    ep.register(acc.fileno(), select.EPOLLIN | select.EPOLLET)
+    lost = []
+
+    def server():
+        echoed = 0
+        while echoed < rounds * len(msg):
+            if not ep.poll(10):
+                lost.append(echoed // len(msg))
+                return
+            while True:
+                try:
+                    data = acc.recv(65536)
+                except BlockingIOError:
+                    break
+                if not data:
+                    return
+                acc.sendall(data)
+                echoed += len(data)
+
+    set_param("test_wait_race_us", 2000)
+    try:
+        t = threading.Thread(target=server)
+        t.start()
+        cli.settimeout(30)
+        done = 0
+        try:
+            for _ in range(rounds):
+                cli.sendall(msg)
+                got = b""
+                while len(got) < len(msg):
+                    part = cli.recv(len(msg) - len(got))
+                    if not part:
+                        break
+                    got += part
+                if got != msg:
+                    break
+                done += 1
+        except socket.timeout:
+            pass
+        t.join(60)
+    finally:
+        set_param("test_wait_race_us", 0)
+    expect(not lost, f"the edge-triggered server saw every request (none lost: {lost})")
+    expect(done == rounds, f"{done} of {rounds} echoes came back intact")
+    for s in (cli, acc, srv):
+        s.close()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -380,6 +444,8 @@ def main():
         exhaustion()
     elif sys.argv[1:] == ["spin"]:
         spin()
+    elif sys.argv[1:] == ["wait-race"]:
+        wait_race()
     else:
         sys.exit(__doc__)
 

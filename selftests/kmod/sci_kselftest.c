@@ -12,6 +12,12 @@
  * the ring's own pages; a kept buffer must hold the writer off them until it is let go,
  * and the writer must go on once it is.
  *
+ * And a reader driven by sk_data_ready, as iscsi_tcp's is: it calls read_sock when told
+ * and waits for the next sk_data_ready when the ring is empty, in a ping-pong with a
+ * kernel writer. A byte that arrives while read_sock posts its wait request rings no
+ * doorbell; read_sock must still read it or have the reader told to come back. With
+ * af_sci's test_wait_race_us set, most messages arrive in that window.
+ *
  * The test runs when the module is loaded: "insmod sci_kselftest.ko family=27" succeeds
  * only if every check passed; failures are logged and make insmod fail with EIO. With
  * keep=1 one clone stays kept until the module is removed, after its sockets are closed:
@@ -23,6 +29,7 @@
 #include <net/tcp.h>
 #include <linux/highmem.h>
 #include <linux/in.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/net.h>
 #include <linux/slab.h>
@@ -299,6 +306,132 @@ out:
 	kvfree(out);
 }
 
+/* A reader told by sk_data_ready, and a writer that waits for each message's echo. */
+#define PING_BYTES	14
+#define PING_ROUNDS	200
+
+struct ping_reader {
+	wait_queue_head_t wq;
+	atomic_t readies;	/* sk_data_ready calls */
+	u8 buf[PING_BYTES];
+	size_t got;
+};
+
+static struct ping_reader ping;
+
+static void ping_data_ready(struct sock *sk)
+{
+	atomic_inc(&ping.readies);
+	wake_up(&ping.wq);
+}
+
+static int ping_actor(read_descriptor_t *desc, struct sk_buff *skb, unsigned int off, size_t len)
+{
+	size_t n = min(len, PING_BYTES - ping.got);
+
+	if (skb_copy_bits(skb, off, ping.buf + ping.got, n))
+		return -EFAULT;
+	ping.got += n;
+	if (ping.got == PING_BYTES)
+		desc->count = 0;
+	return n;
+}
+
+static void ping_message(u8 *msg, int round)
+{
+	int i;
+
+	for (i = 0; i < PING_BYTES; i++)
+		msg[i] = pattern(round * PING_BYTES + i);
+}
+
+struct ping_writer {
+	struct socket *sock;
+	struct completion done;
+	int rounds, err;
+};
+
+static int ping_writer_fn(void *arg)
+{
+	struct ping_writer *w = arg;
+	u8 msg[PING_BYTES], echo[PING_BYTES];
+	int ret;
+
+	for (; w->rounds < PING_ROUNDS; w->rounds++) {
+		ping_message(msg, w->rounds);
+		ret = send_some(w->sock, msg, PING_BYTES, 0);
+		if (ret != PING_BYTES) {
+			w->err = ret < 0 ? ret : -EIO;
+			break;
+		}
+		ret = recv_all(w->sock, echo, PING_BYTES);
+		if (ret != PING_BYTES || memcmp(echo, msg, PING_BYTES)) {
+			w->err = ret < 0 ? ret : -EIO;
+			break;
+		}
+	}
+	complete(&w->done);
+	return 0;
+}
+
+static void test_read_sock_wakeup(struct socket *tx, struct socket *rx)
+{
+	struct ping_writer w = { .sock = tx };
+	void (*saved_ready)(struct sock *sk);
+	struct task_struct *t;
+	read_descriptor_t desc;
+	int round, ret;
+
+	init_waitqueue_head(&ping.wq);
+	atomic_set(&ping.readies, 0);
+	init_completion(&w.done);
+	write_lock_bh(&rx->sk->sk_callback_lock);
+	saved_ready = rx->sk->sk_data_ready;
+	rx->sk->sk_data_ready = ping_data_ready;
+	write_unlock_bh(&rx->sk->sk_callback_lock);
+	tx->sk->sk_rcvtimeo = 10 * HZ;
+
+	t = kthread_run(ping_writer_fn, &w, "sci_kselftest_ping");
+	CHECK(!IS_ERR(t), "kthread_run returned %ld", PTR_ERR(t));
+	if (IS_ERR(t))
+		goto out;
+	for (round = 0; round < PING_ROUNDS; round++) {
+		ping.got = 0;
+		while (ping.got < PING_BYTES) {
+			int seen = atomic_read(&ping.readies);
+
+			desc = (read_descriptor_t){ .count = 1 };
+			lock_sock(rx->sk);
+			ret = rx->ops->read_sock(rx->sk, &desc, ping_actor);
+			release_sock(rx->sk);
+			if (ret < 0 && ret != -EAGAIN) {
+				CHECK(0, "round %d: read_sock returned %d", round, ret);
+				goto wait;
+			}
+			if (ping.got < PING_BYTES &&
+			    !wait_event_timeout(ping.wq, atomic_read(&ping.readies) != seen, 10 * HZ)) {
+				CHECK(0, "round %d: %zu of %d bytes read, and no sk_data_ready in 10 s",
+				      round, ping.got, PING_BYTES);
+				goto wait;
+			}
+		}
+		ret = send_some(rx, ping.buf, PING_BYTES, 0);
+		if (ret != PING_BYTES) {
+			CHECK(0, "round %d: echo returned %d", round, ret);
+			goto wait;
+		}
+	}
+wait:
+	wait_for_completion(&w.done);
+	CHECK(w.rounds == PING_ROUNDS && !w.err,
+	      "read_sock ping-pong: %d of %d rounds (writer's error %d)", w.rounds, PING_ROUNDS, w.err);
+out:
+	tx->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
+	write_lock_bh(&rx->sk->sk_callback_lock);
+	rx->sk->sk_data_ready = saved_ready;
+	write_unlock_bh(&rx->sk->sk_callback_lock);
+}
+
 static void test_shutdown(struct socket *tx, struct socket *rx)
 {
 	struct msghdr msg = {};
@@ -351,6 +484,7 @@ static int __init sci_kselftest_init(void)
 	test_kvec(rx, tx);
 	test_bvec(tx, rx);
 	test_bvec(rx, tx);
+	test_read_sock_wakeup(tx, rx);
 	test_read_sock_keep(tx, rx);
 	test_shutdown(tx, rx);
 out:

@@ -42,8 +42,9 @@ impl SciSock {
                 if end.kept {
                     stats.read_sock_kept();
                 }
-                if end.moved_and_drained && resumed {
-                    // The rest is on the TCP connection: read again, from the top.
+                if (end.moved_and_drained && resumed) || end.come_back {
+                    // The rest is on the TCP connection, or bytes that rang no doorbell
+                    // wait in the ring: read again, from the top.
                     own.wake(Wake::Readable);
                 } else if let Some(state) = end.state_if_empty {
                     if state != own.state() {

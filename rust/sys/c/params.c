@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* af_sci C helpers, params: see params.h. No logic lives here. */
+#include <linux/delay.h>
+#include <linux/minmax.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/net.h>
@@ -145,6 +147,24 @@ MODULE_PARM_DESC(test_hold_frames, "Test: leave inbound control frames unserved 
 bool sci_test_hold_frames(void)
 {
 	return READ_ONCE(test_hold_frames) != 0;
+}
+
+/*
+ * Test only: a reader that found its ring empty busy-waits this many microseconds (at
+ * most 5000) before it posts its wait request, so that a byte the writer sends meanwhile
+ * rings no doorbell, as one rarely does by chance: that byte must still be read
+ * (selftests/guest/sci_limits.py wait-race). Root only.
+ */
+static int test_wait_race_us;
+module_param(test_wait_race_us, int, 0600);
+MODULE_PARM_DESC(test_wait_race_us, "Test: delay a reader's wait request after an empty look by this many us (default 0)");
+
+void sci_test_wait_race(void)
+{
+	int us = READ_ONCE(test_wait_race_us);
+
+	if (us > 0)
+		udelay(min(us, 5000));
 }
 
 bool sci_take_drop_answer(void)
