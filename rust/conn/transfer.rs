@@ -126,16 +126,21 @@ impl Conn {
             // Never wait (or report EAGAIN) with bytes held back.
             let flushed = nagle::flush(&self.slots, tx, held, self.id.slot).map_err(proto_err)?;
             if nonblock || timeo == 0 {
-                // Full and not waiting: ask to hear when space frees up (epoll).
+                // Full and not waiting: ask to hear when space frees up (epoll). Space the
+                // reader freed before the request was posted rings no doorbell, and would
+                // wake no edge-triggered epoll: write into it now instead of saying EAGAIN.
                 let size = tx.params().geometry.size();
-                let ring = tx
-                    .prepare_wait(size / 2)
-                    .map(|d| d.notify_peer)
-                    .unwrap_or(false)
-                    || flushed;
+                widen_wait_race_for_test();
+                let (ring, room) = match tx.prepare_wait(size / 2) {
+                    Ok(d) => (d.notify_peer, !d.sleep),
+                    Err(_) => (false, false),
+                };
                 drop(g);
-                if ring {
+                if ring || flushed {
                     self.notify_peer(fabric, peer_id);
+                }
+                if room {
+                    continue;
                 }
                 return partial(sent, EAGAIN);
             }

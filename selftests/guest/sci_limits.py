@@ -29,7 +29,9 @@
       open for 2 ms before the reader posts its wait request, so most requests come in
       that window and ring no doorbell. Every one must still be read (never EAGAIN with
       bytes in the ring, which would leave the server waiting for an edge that never
-      comes): 300 rounds, each within 10 s.
+      comes): 300 rounds, each within 10 s. Then the writer's side: an edge-triggered
+      writer fills the ring to EAGAIN and waits for EPOLLOUT while a reader drains it,
+      the space freed in the same window: 16 MiB must go through, checksummed.
 
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
@@ -425,6 +427,46 @@ def wait_race():
         set_param("test_wait_race_us", 0)
     expect(not lost, f"the edge-triggered server saw every request (none lost: {lost})")
     expect(done == rounds, f"{done} of {rounds} echoes came back intact")
+    for s in (cli, acc, srv):
+        s.close()
+
+    # The writer's side.
+    total, block = 16 << 20, hashlib.sha256(b"wait-race").digest() * 2048  # 64 KiB
+    srv = listener()
+    cli, acc = pair(srv)
+    expect(info(cli)[0] == MODE_SCI and info(acc)[0] == MODE_SCI, "both ends are SCI")
+    cli.setblocking(False)
+    ep = select.epoll()
+    ep.register(cli.fileno(), select.EPOLLOUT | select.EPOLLET)
+    got, digest = [0], hashlib.sha256()
+
+    def reader():
+        acc.settimeout(30)
+        while got[0] < total:
+            data = acc.recv(1 << 20)
+            if not data:
+                return
+            digest.update(data)
+            got[0] += len(data)
+
+    set_param("test_wait_race_us", 2000)
+    try:
+        t = threading.Thread(target=reader)
+        t.start()
+        sent, stuck, want = 0, False, hashlib.sha256()
+        while sent < total and not stuck:
+            try:
+                n = cli.send(block[(sent % len(block)):][:total - sent])
+                want.update(block[(sent % len(block)):][:n])
+                sent += n
+            except BlockingIOError:
+                stuck = not ep.poll(10)
+        t.join(60)
+    finally:
+        set_param("test_wait_race_us", 0)
+    expect(not stuck, f"the edge-triggered writer saw EPOLLOUT each time ({sent} of {total} bytes sent)")
+    expect(got[0] == total and digest.digest() == want.digest(),
+           f"{got[0]} of {total} bytes arrived intact")
     for s in (cli, acc, srv):
         s.close()
 
