@@ -5,6 +5,10 @@
 //! (one copy each way); a blocking call that must wait spins first as its socket's setting
 //! and the direction's recent waits say (`proto/spin.rs`), then posts a wait request and
 //! sleeps until the doorbell wakes it.
+//!
+//! A large transfer goes a quarter of the ring at a time ([`pass_limit`]), each quarter
+//! published as it is done: the peer copies one quarter while this side copies the next,
+//! instead of both taking turns on the whole ring.
 
 use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx, SpinSetting};
 use crate::fabric::memory::msg_iter;
@@ -20,6 +24,12 @@ use crate::sys::params::widen_wait_race_for_test;
 use crate::sys::task::{cpu_contended, send_sigpipe};
 use core::ffi::c_int;
 use kernel::prelude::*;
+
+/// The most one pass of `send` or `recv` copies before it publishes: the peer's
+/// consumer publishes every quarter of the ring too (`default_publish_threshold`).
+fn pass_limit(ring_size: u64) -> usize {
+    usize::try_from(ring_size / 4).unwrap_or(usize::MAX).max(1)
+}
 
 impl Conn {
     /// `sendmsg`: copies from the message straight into the peer's ring; gathering (`how`)
@@ -94,7 +104,8 @@ impl Conn {
                 tx.finish_wait();
             }
             tx.refresh().map_err(proto_err)?;
-            let spans = tx.writable().map_err(proto_err)?.truncate(len - sent);
+            let pass = (len - sent).min(pass_limit(tx.params().geometry.size()));
+            let spans = tx.writable().map_err(proto_err)?.truncate(pass);
             let n = spans.total();
             if n > 0 {
                 let mut copied = 0;
@@ -276,7 +287,13 @@ impl Conn {
             };
             rx.finish_wait();
             rx.refresh().map_err(proto_err)?;
-            let spans = rx.readable().map_err(proto_err)?.truncate(len - copied);
+            // MSG_PEEK shows all there is at once: it publishes nothing.
+            let pass = if peek {
+                len - copied
+            } else {
+                (len - copied).min(pass_limit(rx.params().geometry.size()))
+            };
+            let spans = rx.readable().map_err(proto_err)?.truncate(pass);
             let n = spans.total();
             if n > 0 {
                 let mut got = 0;
@@ -296,7 +313,9 @@ impl Conn {
                 if got < n {
                     return partial(copied, EFAULT);
                 }
-                if copied == len || peek || !waitall {
+                // A pass cut short by its limit goes on with what else is there.
+                let cut = n == pass && pass < len - (copied - got);
+                if copied == len || peek || (!waitall && !cut) {
                     return Ok(copied as c_int);
                 }
                 continue;
