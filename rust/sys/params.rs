@@ -113,9 +113,10 @@ pub(crate) fn hold_frames_for_test() -> bool {
     unsafe { bindings::sci_test_hold_frames() }
 }
 
-/// Test only: a reader that found its ring empty waits as long as the `test_wait_race_us`
-/// module parameter says before posting its wait request, so that a byte sent meanwhile
-/// rings no doorbell (`selftests/guest/sci_limits.py wait-race`).
+/// Test only: a reader that found its ring empty (or a non-blocking writer that found it
+/// full) waits as long as the `test_wait_race_us` module parameter says before posting its
+/// wait request, so that a byte sent (or space freed) meanwhile rings no doorbell
+/// (`sci_kselftest.ko`, `selftests/guest/sci_limits.py wait-race`).
 pub(crate) fn widen_wait_race_for_test() {
     // SAFETY: reads a module parameter; busy-waits at most 5 ms, safe in atomic context.
     unsafe { bindings::sci_test_wait_race() }

@@ -150,14 +150,15 @@ bool sci_test_hold_frames(void)
 }
 
 /*
- * Test only: a reader that found its ring empty busy-waits this many microseconds (at
- * most 5000) before it posts its wait request, so that a byte the writer sends meanwhile
- * rings no doorbell, as one rarely does by chance: that byte must still be read
- * (selftests/guest/sci_limits.py wait-race). Root only.
+ * Test only: a reader that found its ring empty (or a non-blocking writer that found it
+ * full) busy-waits this many microseconds (at most 5000) before it posts its wait
+ * request, so that a byte the writer sends (or space the reader frees) meanwhile rings no
+ * doorbell, as one rarely does by chance: it must still be used
+ * (sci_kselftest.ko, selftests/guest/sci_limits.py wait-race). Root only.
  */
 static int test_wait_race_us;
 module_param(test_wait_race_us, int, 0600);
-MODULE_PARM_DESC(test_wait_race_us, "Test: delay a reader's wait request after an empty look by this many us (default 0)");
+MODULE_PARM_DESC(test_wait_race_us, "Test: delay a wait request after an empty (or full) look by this many us (default 0)");
 
 void sci_test_wait_race(void)
 {
