@@ -288,10 +288,11 @@ impl Conn {
             rx.finish_wait();
             rx.refresh().map_err(proto_err)?;
             // MSG_PEEK shows all there is at once: it publishes nothing.
+            let left = len - copied;
             let pass = if peek {
-                len - copied
+                left
             } else {
-                (len - copied).min(pass_limit(rx.params().geometry.size()))
+                left.min(pass_limit(rx.params().geometry.size()))
             };
             let spans = rx.readable().map_err(proto_err)?.truncate(pass);
             let n = spans.total();
@@ -314,7 +315,7 @@ impl Conn {
                     return partial(copied, EFAULT);
                 }
                 // A pass cut short by its limit goes on with what else is there.
-                let cut = n == pass && pass < len - (copied - got);
+                let cut = n == pass && pass < left;
                 if copied == len || peek || (!waitall && !cut) {
                     return Ok(copied as c_int);
                 }

@@ -36,6 +36,7 @@
 Every connection's mode is read through SCI_INFO, so a silent fallback fails the test.
 Exit status 0 only if every check passed.
 """
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -376,14 +377,37 @@ def refusals(scictl):
     set_param("refusal_ms", saved)
 
 
-def wait_race():
-    rounds, msg = 300, b"wait-race 14 B"
+@contextlib.contextmanager
+def wait_race_window(us):
+    """Every empty (or full) look held open `us` before its wait request (test_wait_race_us)."""
+    set_param("test_wait_race_us", us)
+    try:
+        yield
+    finally:
+        set_param("test_wait_race_us", 0)
+
+
+def edge_triggered_pair(events, watch_client):
+    """An SCI connection whose client (or accepted) end is non-blocking and watched by an
+    edge-triggered epoll for `events`: (listener, client, accepted, epoll)."""
     srv = listener()
     cli, acc = pair(srv)
     expect(info(cli)[0] == MODE_SCI and info(acc)[0] == MODE_SCI, "both ends are SCI")
-    acc.setblocking(False)
+    watched = cli if watch_client else acc
+    watched.setblocking(False)
     ep = select.epoll()
-    ep.register(acc.fileno(), select.EPOLLIN | select.EPOLLET)
+    ep.register(watched.fileno(), events | select.EPOLLET)
+    return srv, cli, acc, ep
+
+
+def wait_race():
+    wait_race_reader()
+    wait_race_writer()
+
+
+def wait_race_reader():
+    rounds, msg = 300, b"wait-race 14 B"
+    srv, cli, acc, ep = edge_triggered_pair(select.EPOLLIN, watch_client=False)
     lost = []
 
     def server():
@@ -402,8 +426,7 @@ def wait_race():
                 acc.sendall(data)
                 echoed += len(data)
 
-    set_param("test_wait_race_us", 2000)
-    try:
+    with wait_race_window(2000):
         t = threading.Thread(target=server)
         t.start()
         cli.settimeout(30)
@@ -423,21 +446,15 @@ def wait_race():
         except socket.timeout:
             pass
         t.join(60)
-    finally:
-        set_param("test_wait_race_us", 0)
     expect(not lost, f"the edge-triggered server saw every request (none lost: {lost})")
     expect(done == rounds, f"{done} of {rounds} echoes came back intact")
     for s in (cli, acc, srv):
         s.close()
 
-    # The writer's side.
+
+def wait_race_writer():
     total, block = 16 << 20, hashlib.sha256(b"wait-race").digest() * 2048  # 64 KiB
-    srv = listener()
-    cli, acc = pair(srv)
-    expect(info(cli)[0] == MODE_SCI and info(acc)[0] == MODE_SCI, "both ends are SCI")
-    cli.setblocking(False)
-    ep = select.epoll()
-    ep.register(cli.fileno(), select.EPOLLOUT | select.EPOLLET)
+    srv, cli, acc, ep = edge_triggered_pair(select.EPOLLOUT, watch_client=True)
     got, digest = [0], hashlib.sha256()
 
     def reader():
@@ -449,21 +466,19 @@ def wait_race():
             digest.update(data)
             got[0] += len(data)
 
-    set_param("test_wait_race_us", 2000)
-    try:
+    with wait_race_window(2000):
         t = threading.Thread(target=reader)
         t.start()
         sent, stuck, want = 0, False, hashlib.sha256()
         while sent < total and not stuck:
+            chunk = block[sent % len(block):][:total - sent]
             try:
-                n = cli.send(block[(sent % len(block)):][:total - sent])
-                want.update(block[(sent % len(block)):][:n])
+                n = cli.send(chunk)
+                want.update(chunk[:n])
                 sent += n
             except BlockingIOError:
                 stuck = not ep.poll(10)
         t.join(60)
-    finally:
-        set_param("test_wait_race_us", 0)
     expect(not stuck, f"the edge-triggered writer saw EPOLLOUT each time ({sent} of {total} bytes sent)")
     expect(got[0] == total and digest.digest() == want.digest(),
            f"{got[0]} of {total} bytes arrived intact")
