@@ -46,6 +46,7 @@ use crate::sys::net::{
     EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLRDNORM, EPOLLWRNORM,
 };
 use crate::sys::read_actor::Lent;
+use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -145,9 +146,10 @@ pub(crate) struct Conn {
     params: QueueParams,
     #[pin]
     inner: Mutex<Inner>,
-    /// Address of the socket to wake (an `AF_SCI` sk), 0 when none.
+    /// Address of the socket to wake (an `AF_SCI` sk), 0 when none. Taken with bottom
+    /// halves off: doorbells wake it in softirq context.
     #[pin]
-    owner: SpinLock<usize>,
+    owner: SpinLockBh<usize>,
     /// Who moves the connection onto TCP when the fabric path is lost (none: it resets).
     #[pin]
     mover: SpinLock<Option<Arc<dyn Mover>>>,
@@ -266,7 +268,7 @@ impl Conn {
                     },
                     "Conn::inner"
                 ),
-                owner <- kernel::new_spinlock!(0, "Conn::owner"),
+                owner <- new_spinlock_bh!(0, "Conn::owner"),
                 mover <- kernel::new_spinlock!(None, "Conn::mover"),
                 local,
                 peer,

@@ -15,8 +15,9 @@
 
 use super::Plane;
 use crate::sys::kthread;
+use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
+use kernel::sync::{Arc, CondVar, Mutex};
 
 /// A socket whose non-blocking SCI connect this thread finishes (the socket layer's
 /// counted reference to it).
@@ -38,9 +39,10 @@ pub(crate) struct Connector {
     #[pin]
     inbox: Mutex<KVec<Arc<dyn PendingConnect>>>,
     /// Something happened since the last pass (a kick that came while the thread was
-    /// busy is not lost). A spinlock: kicks come from atomic context.
+    /// busy is not lost). Taken with bottom halves off: kicks come from doorbells, which
+    /// are delivered in softirq context.
     #[pin]
-    kicked: SpinLock<bool>,
+    kicked: SpinLockBh<bool>,
     #[pin]
     kick: CondVar,
 }
@@ -50,7 +52,7 @@ impl Connector {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             inbox <- kernel::new_mutex!(KVec::new(), "Connector::inbox"),
-            kicked <- kernel::new_spinlock!(false, "Connector::kicked"),
+            kicked <- new_spinlock_bh!(false, "Connector::kicked"),
             kick <- kernel::new_condvar!("Connector::kick"),
         })
     }

@@ -23,6 +23,7 @@ use crate::fabric::memory::SegMem;
 use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::frame::{ConnId, FRAME_SIZE};
 use crate::sys::params::hold_frames_for_test;
+use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
@@ -59,13 +60,15 @@ pub(super) const SWEEP_MS: i64 = 100;
 /// The table (see the module doc).
 #[pin_data]
 pub(crate) struct Table {
+    /// The connection slots. This lock and the inbox's are taken with bottom halves
+    /// off: a doorbell looks its channel up here in softirq context.
     #[pin]
-    pub(super) conns: SpinLock<KVec<(u32, Slot)>>,
+    pub(super) conns: SpinLockBh<KVec<(u32, Slot)>>,
     /// The listening sockets SCI requests reach.
     #[pin]
     listeners: Bound<Arc<ListenQueue>>,
     #[pin]
-    inbox: SpinLock<Inbox>,
+    inbox: SpinLockBh<Inbox>,
     #[pin]
     inbox_ready: CondVar,
     /// Non-blocking connects in progress, finished by the connector kthread.
@@ -128,9 +131,9 @@ impl Table {
         let refusals = Refusals::new()?;
         let datagram_ports = DatagramPorts::new(MAX_PORTS)?;
         Ok(try_pin_init!(Self {
-            conns <- kernel::new_spinlock!(conns, "control::Table::conns"),
+            conns <- new_spinlock_bh!(conns, "control::Table::conns"),
             listeners <- listeners,
-            inbox <- kernel::new_spinlock!(inbox, "control::Table::inbox"),
+            inbox <- new_spinlock_bh!(inbox, "control::Table::inbox"),
             inbox_ready <- kernel::new_condvar!("control::Table::inbox_ready"),
             connector <- Connector::new(),
             held,

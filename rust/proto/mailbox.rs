@@ -298,7 +298,7 @@ impl<L: Segment, R: Segment> MailboxRx<L, R> {
     pub(crate) fn poll(&mut self) -> Result<Option<Frame>, MailboxError> {
         let off = self.geom.slot_off(self.slots_base, self.expected);
         let last = self.slots.load_u64(word_off(off, FRAME_WORDS - 1));
-        match age(field32(last, 0), self.expected) {
+        match slot_age(last, self.expected) {
             Age::Older => return Ok(None),
             Age::Newer => return Err(MailboxError::SequenceJump),
             Age::Same => {}
@@ -317,6 +317,51 @@ impl<L: Segment, R: Segment> MailboxRx<L, R> {
             u64::from(self.expected),
         );
         Frame::decode(&words).map(Some).map_err(MailboxError::Frame)
+    }
+}
+
+impl<L: Segment + Clone, R: Segment> MailboxRx<L, R> {
+    /// The sequence number expected next (what [`MailboxPeek::frame_waiting`] is asked
+    /// with).
+    pub(crate) fn expected(&self) -> u32 {
+        self.expected
+    }
+
+    /// A look at this receiver's slot area that needs no `&mut` (so no lock).
+    pub(crate) fn peek(&self) -> MailboxPeek<L> {
+        MailboxPeek {
+            slots: self.slots.clone(),
+            slots_base: self.slots_base,
+            geom: self.geom,
+        }
+    }
+}
+
+/// Age of the sequence number in a slot's last word against the one expected: `Same`,
+/// a new frame; `Older`, an empty slot; `Newer`, a sender that broke the protocol.
+fn slot_age(last: u64, expected: u32) -> Age {
+    age(field32(last, 0), expected)
+}
+
+/// Whether a frame waits in a receiver's slot area, asked without the receiver: where
+/// the receiver's lock may not be taken (the fabric's softirq stage decides with it
+/// whether its thread must run). It reads what [`MailboxRx::poll`] reads first and
+/// changes nothing; the receiver publishes the `expected` it asks with.
+#[derive(Clone, Debug)]
+pub(crate) struct MailboxPeek<L: Segment> {
+    slots: L,
+    slots_base: usize,
+    geom: MailboxGeometry,
+}
+
+impl<L: Segment> MailboxPeek<L> {
+    /// Whether [`MailboxRx::poll`] of a receiver expecting `expected` would find
+    /// something: a frame, or a sequence jump (which the receiver must see too). A stale
+    /// `expected` (older than the receiver's) only makes it say yes once too often.
+    pub(crate) fn frame_waiting(&self, expected: u32) -> bool {
+        let off = self.geom.slot_off(self.slots_base, expected);
+        let last = self.slots.load_u64(word_off(off, FRAME_WORDS - 1));
+        !matches!(slot_age(last, expected), Age::Older)
     }
 }
 

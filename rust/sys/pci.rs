@@ -9,8 +9,8 @@
 //! `remove`. Device resources are RAII guards that a driver keeps in its data, dropped
 //! in reverse order of acquisition: [`Enabled`] (`pci_enable_device`), [`Regions`]
 //! (`pci_request_regions`), [`BusMaster`] (`pci_set_master`), [`IoMem`] (`pci_iomap`),
-//! [`IrqVectors`] (`pci_alloc_irq_vectors`) and [`ThreadedIrq`] (`request_threaded_irq`,
-//! whose handler is an [`IrqHandler`]). All `unsafe` of PCI lives here.
+//! [`IrqVectors`] (`pci_alloc_irq_vectors`) and [`ThreadedIrq`] (`request_threaded_irq`
+//! with a softirq stage between its halves, whose handler is an [`IrqHandler`]). All `unsafe` of PCI lives here.
 
 use crate::sys::bindings;
 use core::ffi::{c_int, c_void};
@@ -271,33 +271,55 @@ impl Drop for IrqVectors {
     }
 }
 
-/// What an interrupt does. It runs in the IRQ's kernel thread (process context, may
-/// sleep): the hard-IRQ half only wakes that thread, so the handler may take mutexes and
-/// the spinlocks that process context takes without disabling interrupts.
+/// What an interrupt does, in two stages after the hard-IRQ half (which only queues
+/// the first): [`IrqHandler::softirq`] in softirq context (a BH work item on the CPU that
+/// took the interrupt, as a network driver's NAPI poll runs), then, only if it asks,
+/// [`IrqHandler::handle`] in the IRQ's kernel thread (process context, may sleep). What
+/// `softirq` does costs no context switch; the locks it takes must be taken with bottom
+/// halves off everywhere else (`SpinLockBh`).
 pub(crate) trait IrqHandler: Send + Sync + 'static {
-    /// The interrupt fired.
+    /// The interrupt fired (softirq context: no sleeping, no mutex). Returns whether
+    /// [`IrqHandler::handle`] must run.
+    fn softirq(&self) -> bool;
+    /// What needs process context (the IRQ's thread, woken by `softirq`).
     fn handle(&self);
 }
 
-/// A threaded interrupt handler (`request_threaded_irq` with the default hard-IRQ half
-/// and `IRQF_ONESHOT`; `free_irq` on drop, which waits for a running handler).
+/// An interrupt handler in three stages (`sci_irq_request`: a hard-IRQ half that queues
+/// a work item on `system_bh_highpri_wq`, which calls [`IrqHandler::softirq`] and may
+/// wake the IRQ's thread, which calls [`IrqHandler::handle`]). `free_irq` and
+/// `cancel_work_sync` on drop, which wait for a running stage.
 pub(crate) struct ThreadedIrq<T: IrqHandler> {
-    irq: u32,
-    handler: Arc<T>,
+    /// The C side's state (its work item and what the stages call); pinned, as the IRQ
+    /// and the workqueue hold its address.
+    state: Pin<KBox<Opaque<bindings::sci_irq>>>,
+    /// What the stages call (their `data`), kept alive until the IRQ is freed.
+    _handler: Arc<T>,
 }
+
+// SAFETY: the state is only touched by the C stages and by `drop`, which frees the IRQ
+// and waits for the work before it goes; `T` is `Send + Sync`.
+unsafe impl<T: IrqHandler> Send for ThreadedIrq<T> {}
+// SAFETY: as for `Send`; `&ThreadedIrq` gives access to nothing.
+unsafe impl<T: IrqHandler> Sync for ThreadedIrq<T> {}
 
 /// # Safety
 ///
 /// `data` is the `Arc<T>` pointer registered by [`ThreadedIrq::request`], alive until
-/// `free_irq` returns.
-unsafe extern "C" fn irq_thread<T: IrqHandler>(
-    _irq: c_int,
-    data: *mut c_void,
-) -> bindings::irqreturn {
+/// `sci_irq_free` returns.
+unsafe extern "C" fn irq_softirq<T: IrqHandler>(data: *mut c_void) -> bool {
+    // SAFETY: see the function's contract.
+    let handler = unsafe { &*data.cast_const().cast::<T>() };
+    handler.softirq()
+}
+
+/// # Safety
+///
+/// As for [`irq_softirq`].
+unsafe extern "C" fn irq_thread<T: IrqHandler>(data: *mut c_void) {
     // SAFETY: see the function's contract.
     let handler = unsafe { &*data.cast_const().cast::<T>() };
     handler.handle();
-    bindings::irqreturn_IRQ_HANDLED
 }
 
 impl<T: IrqHandler> ThreadedIrq<T> {
@@ -310,33 +332,35 @@ impl<T: IrqHandler> ThreadedIrq<T> {
         handler: Arc<T>,
     ) -> Result<Self> {
         let irq = vectors.irq(index)?;
+        let state = KBox::pin(Opaque::<bindings::sci_irq>::uninit(), GFP_KERNEL)?;
         let data = core::ptr::from_ref::<T>(&handler)
             .cast_mut()
             .cast::<c_void>();
-        // SAFETY: the trampoline matches `T`; `data` stays valid while `self` holds the
-        // `Arc`, and `drop` frees the IRQ before the `Arc` goes; `name` is 'static.
+        // SAFETY: `state` is pinned and outlives the IRQ (`drop` frees it first); the
+        // trampolines match `T`; `data` stays valid while `self` holds the `Arc`; `name`
+        // is 'static.
         to_result(unsafe {
-            bindings::request_threaded_irq(
+            bindings::sci_irq_request(
+                state.get(),
                 irq,
-                None,
-                Some(irq_thread::<T>),
-                bindings::IRQF_ONESHOT.into(),
                 name.as_char_ptr().cast(),
                 data,
+                Some(irq_softirq::<T>),
+                Some(irq_thread::<T>),
             )
         })?;
-        Ok(Self { irq, handler })
+        Ok(Self {
+            state,
+            _handler: handler,
+        })
     }
 }
 
 impl<T: IrqHandler> Drop for ThreadedIrq<T> {
     fn drop(&mut self) {
-        let data = core::ptr::from_ref::<T>(&self.handler)
-            .cast_mut()
-            .cast::<c_void>();
-        // SAFETY: requested in `request` with this `data`; `free_irq` waits for a running
-        // handler, after which the `Arc` may go.
-        unsafe { bindings::free_irq(self.irq, data) };
+        // SAFETY: requested in `request` with this state; `sci_irq_free` waits for every
+        // running stage, after which the state and the `Arc` may go.
+        unsafe { bindings::sci_irq_free(self.state.get()) };
     }
 }
 

@@ -22,5 +22,6 @@
 #include "c/pci.h"	/* the PCI driver */
 #include "c/sched.h"	/* kernel threads, spinning, jiffies */
 #include "c/genl.h"	/* the netlink family and per-netns counters */
+#include "c/lock.h"	/* spinlocks taken with bottom halves off */
 
 #endif /* AF_SCI_SHIM_H */

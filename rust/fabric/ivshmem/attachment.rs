@@ -34,12 +34,13 @@ use crate::fabric::{FabricEvents, NodeId, NodeLoss};
 use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
 use crate::proto::frame::{Frame, FRAME_SIZE};
 use crate::proto::liveness::{holds_link, LivenessParams, PeerAction, PeerTracker, PeerView};
-use crate::proto::mailbox::{MailboxError, MailboxRx, MailboxTx};
+use crate::proto::mailbox::{MailboxError, MailboxPeek, MailboxRx, MailboxTx, MB_FIRST_SEQ};
 use crate::proto::region::{DirEntry, LinkWord, NodeState, NodeWord, Region, PAGE_SIZE};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::kthread;
 use crate::sys::pci::{IoMem, IrqHandler};
+use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
@@ -88,9 +89,15 @@ pub(super) struct Peer {
     /// Doorbells to the peer: this node's block in the peer's area.
     #[pin]
     bell_tx: SpinLock<BellTx>,
-    /// Doorbells from the peer: its block in this node's area.
+    /// Doorbells from the peer: its block in this node's area. Taken in softirq
+    /// context (the interrupt's first stage rings the channels).
     #[pin]
-    bell_rx: SpinLock<BellRx>,
+    bell_rx: SpinLockBh<BellRx>,
+    /// A look at the peer's mailbox to this node that needs no lock: the interrupt's
+    /// softirq stage wakes the thread only when a frame waits.
+    mb_peek: Option<MailboxPeek<RegionSeg>>,
+    /// The sequence number `link.rx` expects next, as its last poll left it.
+    mb_expected: AtomicU32,
 }
 
 impl Peer {
@@ -103,6 +110,7 @@ impl Peer {
         let bell_rx = region
             .doorbell_rx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
             .map_err(|_| EINVAL)?;
+        let mb_peek = region.mailbox_rx(me, id).ok().map(|rx| rx.peek());
         Arc::pin_init(
             pin_init!(Self {
                 id,
@@ -116,7 +124,9 @@ impl Peer {
                 corrupt: AtomicBool::new(false),
                 lease <- kernel::new_spinlock!(lease, "ivshmem::Peer::lease"),
                 bell_tx <- kernel::new_spinlock!(bell_tx, "ivshmem::Peer::bell_tx"),
-                bell_rx <- kernel::new_spinlock!(bell_rx, "ivshmem::Peer::bell_rx"),
+                bell_rx <- new_spinlock_bh!(bell_rx, "ivshmem::Peer::bell_rx"),
+                mb_peek,
+                mb_expected: AtomicU32::new(MB_FIRST_SEQ),
             }),
             GFP_KERNEL,
         )
@@ -127,6 +137,20 @@ impl Peer {
     fn mailbox_broke(&self) {
         self.corrupt.store(true, Ordering::Release);
         self.broken.store(true, Ordering::Release);
+    }
+
+    /// Starts a fresh mailbox from the peer (`rx`: none if the region has none for it).
+    fn open_rx(&self, link: &mut Link, rx: Option<Rx>) {
+        self.mb_expected.store(MB_FIRST_SEQ, Ordering::Release);
+        link.rx = rx;
+    }
+
+    /// Whether a frame from the peer waits for the thread (a lock-free look; may say yes
+    /// once too often, never no while one waits).
+    fn frame_waiting(&self) -> bool {
+        self.mb_peek
+            .as_ref()
+            .is_some_and(|p| p.frame_waiting(self.mb_expected.load(Ordering::Acquire)))
     }
 
     /// Nothing flows any more: no new mapping, frame or doorbell, and the mappings made
@@ -256,7 +280,7 @@ impl Attachment {
         if let Some(me_peer) = peers.as_slice().get(usize::from(me)) {
             let mut link = me_peer.link.lock();
             link.tx = region.mailbox_tx(me, me).ok();
-            link.rx = region.mailbox_rx(me, me).ok();
+            me_peer.open_rx(&mut link, region.mailbox_rx(me, me).ok());
             me_peer.doorbell.store(
                 u32::from(word.doorbell_id) | if interrupts { DOORBELL_ON } else { 0 },
                 Ordering::Release,
@@ -365,7 +389,7 @@ impl Attachment {
                 peer.bell_tx.lock().reset();
                 peer.corrupt.store(false, Ordering::Release);
                 link.tx = self.region.mailbox_tx(self.me, peer.id).ok();
-                link.rx = self.region.mailbox_rx(self.me, peer.id).ok();
+                peer.open_rx(&mut link, self.region.mailbox_rx(self.me, peer.id).ok());
                 self.region
                     .set_link(self.me, peer.id, link.tracker.link_word());
                 pr_info!(
@@ -418,41 +442,67 @@ impl Attachment {
     }
 
     /// Delivers what arrived: frames from every linked mailbox, rung channels from
-    /// every linked peer's doorbell block. True if anything did.
+    /// every linked peer's doorbell block. True if anything did. Process context (the
+    /// IRQ's thread, or the poller).
     fn drain(&self) -> bool {
         let mut delivered = false;
-        for peer in self.peers.iter() {
-            if peer.id != self.me && !peer.reachable.load(Ordering::Acquire) {
-                continue;
-            }
-            let mut link = peer.link.lock();
-            let Some(rx) = link.rx.as_mut() else {
-                continue;
-            };
-            let slots = self.region.layout().mailbox().slots();
-            for _ in 0..slots {
-                match rx.poll() {
-                    Ok(Some(frame)) => {
-                        delivered = true;
-                        self.frames.fetch_add(1, Ordering::Relaxed);
-                        self.events.control(peer.id, frame.encode_bytes());
-                    }
-                    Ok(None) => break,
-                    // A frame that does not decode is dropped; the slot is consumed.
-                    Err(MailboxError::Frame(_)) => {}
-                    Err(_) => {
-                        peer.mailbox_broke();
-                        break;
-                    }
+        for peer in self.peers.iter().filter(|p| self.linked(p)) {
+            delivered |= self.take_frames(peer);
+            delivered |= self.ring_channels(peer);
+        }
+        delivered
+    }
+
+    /// Hands every linked mailbox's frames to the control plane (the IRQ's thread).
+    fn take_all_frames(&self) {
+        for peer in self.peers.iter().filter(|p| self.linked(p)) {
+            self.take_frames(peer);
+        }
+    }
+
+    /// Whether frames and doorbells may flow from `peer` (linked both ways, or this
+    /// node itself).
+    fn linked(&self, peer: &Peer) -> bool {
+        peer.id == self.me || peer.reachable.load(Ordering::Acquire)
+    }
+
+    /// Hands the frames in `peer`'s mailbox to the control plane. True if there were.
+    fn take_frames(&self, peer: &Peer) -> bool {
+        let mut delivered = false;
+        let mut link = peer.link.lock();
+        let Some(rx) = link.rx.as_mut() else {
+            return false;
+        };
+        let slots = self.region.layout().mailbox().slots();
+        for _ in 0..slots {
+            match rx.poll() {
+                Ok(Some(frame)) => {
+                    delivered = true;
+                    self.frames.fetch_add(1, Ordering::Relaxed);
+                    self.events.control(peer.id, frame.encode_bytes());
+                }
+                Ok(None) => break,
+                // A frame that does not decode is dropped; the slot is consumed.
+                Err(MailboxError::Frame(_)) => {}
+                Err(_) => {
+                    peer.mailbox_broke();
+                    break;
                 }
             }
-            drop(link);
-            peer.bell_rx.lock().take(|ch| {
-                delivered = true;
-                self.doorbells.fetch_add(1, Ordering::Relaxed);
-                self.events.doorbell(ch);
-            });
         }
+        peer.mb_expected.store(rx.expected(), Ordering::Release);
+        delivered
+    }
+
+    /// Rings the channels `peer` rang (any context: softirq, the thread, the poller).
+    /// True if it rang any.
+    fn ring_channels(&self, peer: &Peer) -> bool {
+        let mut delivered = false;
+        peer.bell_rx.lock().take(|ch| {
+            delivered = true;
+            self.doorbells.fetch_add(1, Ordering::Relaxed);
+            self.events.doorbell(ch);
+        });
         delivered
     }
 
@@ -701,11 +751,27 @@ impl Attachment {
     }
 }
 
+/// An interrupt: a peer rang channels or sent frames. The channels are rung at once, in
+/// softirq context, so that a doorbell wakes its socket (or a kernel user's
+/// `sk_data_ready`) with no context switch in between, as a NIC's NAPI poll delivers a
+/// TCP segment; frames go to the control plane, which takes mutexes, from the thread.
 impl IrqHandler for Attachment {
-    fn handle(&self) {
+    fn softirq(&self) -> bool {
         self.irqs.fetch_add(1, Ordering::Relaxed);
+        if self.leaving.load(Ordering::Acquire) {
+            return false;
+        }
+        let mut frames = false;
+        for peer in self.peers.iter().filter(|p| self.linked(p)) {
+            self.ring_channels(peer);
+            frames |= peer.frame_waiting();
+        }
+        frames
+    }
+
+    fn handle(&self) {
         if !self.leaving.load(Ordering::Acquire) {
-            self.drain();
+            self.take_all_frames();
         }
     }
 }

@@ -46,3 +46,44 @@ int sci_pci_bar_pages(struct pci_dev *pdev, int bar)
 	return -EOPNOTSUPP;
 #endif
 }
+
+static irqreturn_t sci_irq_hard(int irq, void *dev_id)
+{
+	struct sci_irq *s = dev_id;
+
+	queue_work(system_bh_highpri_wq, &s->bh);
+	return IRQ_HANDLED;
+}
+
+static void sci_irq_bh(struct work_struct *work)
+{
+	struct sci_irq *s = container_of(work, struct sci_irq, bh);
+
+	if (s->softirq(s->data))
+		irq_wake_thread(s->irq, s);
+}
+
+static irqreturn_t sci_irq_thread(int irq, void *dev_id)
+{
+	struct sci_irq *s = dev_id;
+
+	s->thread(s->data);
+	return IRQ_HANDLED;
+}
+
+int sci_irq_request(struct sci_irq *s, unsigned int irq, const char *name, void *data,
+		    bool (*softirq)(void *data), void (*thread)(void *data))
+{
+	INIT_WORK(&s->bh, sci_irq_bh);
+	s->irq = irq;
+	s->data = data;
+	s->softirq = softirq;
+	s->thread = thread;
+	return request_threaded_irq(irq, sci_irq_hard, sci_irq_thread, 0, name, s);
+}
+
+void sci_irq_free(struct sci_irq *s)
+{
+	free_irq(s->irq, s);
+	cancel_work_sync(&s->bh);
+}

@@ -9,6 +9,7 @@
 #include <linux/interrupt.h>
 #include <linux/io.h>
 #include <linux/pci.h>
+#include <linux/workqueue.h>
 
 int sci_pci_register_driver(struct pci_driver *drv);
 resource_size_t sci_pci_resource_start(struct pci_dev *pdev, int bar);
@@ -25,5 +26,26 @@ struct pci_driver *sci_pci_driver_of(struct pci_dev *pdev);	/* to_pci_driver(dev
  * (-EOPNOTSUPP on a kernel without CONFIG_ZONE_DEVICE).
  */
 int sci_pci_bar_pages(struct pci_dev *pdev, int bar);
+
+/*
+ * An interrupt in three stages (rust/sys/pci.rs, ThreadedIrq). The hard-IRQ half only
+ * queues a BH work item (system_bh_highpri_wq: softirq context, on this CPU, right after
+ * the interrupt returns); the work runs softirq(data) and, if that returns true, wakes
+ * the IRQ's thread, which runs thread(data) in process context. So what needs no sleeping
+ * lock (a doorbell waking a socket) costs no context switch, and what does (a control
+ * frame) still gets the thread. sci_irq_free() frees the IRQ (waiting for a running
+ * handler and thread), then cancels the work and waits for a running one.
+ */
+struct sci_irq {
+	struct work_struct bh;
+	unsigned int irq;
+	void *data;
+	bool (*softirq)(void *data);
+	void (*thread)(void *data);
+};
+
+int sci_irq_request(struct sci_irq *s, unsigned int irq, const char *name, void *data,
+		    bool (*softirq)(void *data), void (*thread)(void *data));
+void sci_irq_free(struct sci_irq *s);
 
 #endif /* AF_SCI_SYS_PCI_H */

@@ -11,6 +11,7 @@ use crate::proto::mailbox::{
     self, age, next_generation, route, seq_older, Age, MailboxError, MailboxGeometry, MailboxRx,
     MailboxTx, Route, SlotView,
 };
+use crate::proto::segment::Segment;
 
 fn conn_id() -> impl Strategy<Value = ConnId> {
     (0u32..u32::MAX, any::<u32>()).prop_map(|(slot, generation)| ConnId { slot, generation })
@@ -383,6 +384,63 @@ fn mailbox_delivers_in_order_with_flow_control() {
     }
     assert_eq!(next_rx, 1000);
     assert_eq!(tx.refresh(), Ok(0));
+}
+
+/// The softirq stage's lock-free look agrees with what `poll` then finds, frame after
+/// frame across the slot ring's wrap; a stale `expected` says yes (a spurious thread
+/// wake-up), never no while a frame waits; a sequence jump says yes (the receiver must
+/// see the broken mailbox).
+#[test]
+fn mailbox_peek_agrees_with_poll() {
+    let geom = MailboxGeometry::from_log2(2).unwrap(); // 4 slots
+    let rx_seg = TestSegment::new(64 + geom.area_size());
+    let tx_seg = TestSegment::new(128);
+    mailbox::init_slots(&rx_seg, 64, geom).unwrap();
+    mailbox::init_ack(&tx_seg, 64).unwrap();
+    let mut tx = MailboxTx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
+    let mut rx = MailboxRx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
+    let peek = rx.peek();
+    let frame = |i: u32| {
+        Frame::close(
+            ConnId {
+                slot: i,
+                generation: 1,
+            },
+            ConnId {
+                slot: 7,
+                generation: 1,
+            },
+            CloseReason::Graceful,
+        )
+    };
+    assert!(!peek.frame_waiting(rx.expected()), "zeroed slots are empty");
+    for i in 0..40u32 {
+        let queued = (i % 3) + 1;
+        for k in 0..queued {
+            tx.send(&frame(i * 4 + k)).unwrap();
+        }
+        for _ in 0..queued {
+            let before = rx.expected();
+            assert!(
+                peek.frame_waiting(before),
+                "round {i}: a frame waits at {before}"
+            );
+            assert!(rx.poll().unwrap().is_some(), "round {i}: poll finds it");
+            assert!(
+                peek.frame_waiting(before),
+                "round {i}: stale expected says yes"
+            );
+        }
+        assert!(!peek.frame_waiting(rx.expected()), "round {i}: all taken");
+        assert_eq!(rx.poll(), Ok(None));
+        tx.refresh().unwrap();
+    }
+    // A slot that holds a newer sequence than expected: a jump, which poll reports.
+    let jump = rx.expected().wrapping_add(4);
+    let last = 64 + (jump as usize % 4) * FRAME_SIZE + (FRAME_WORDS - 1) * 8;
+    rx_seg.store_u64(last, u64::from(jump));
+    assert!(peek.frame_waiting(rx.expected()));
+    assert_eq!(rx.poll(), Err(MailboxError::SequenceJump));
 }
 
 #[test]
