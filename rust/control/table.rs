@@ -192,9 +192,9 @@ impl Table {
             );
         }
     }
-    /// A doorbell for `channel` (maybe in atomic context: only wakes). A connection's
-    /// wakes its socket; a closing slot's (its peer end closed, or moved) has the
-    /// listener kthread look at the closing slots.
+    /// A doorbell for `channel` (maybe in softirq context: only wakes, and takes only
+    /// `SpinLockBh` locks). A connection's wakes its socket; a closing slot's (its peer
+    /// end closed, or moved) has the listener kthread look at the closing slots.
     pub(super) fn doorbell(&self, channel: u32) {
         /// What the rung channel's slot holds.
         enum Rung {

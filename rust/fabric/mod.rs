@@ -30,7 +30,9 @@ pub(crate) trait FabricEvents: Send + Sync {
     /// A control frame arrived from node `from`. Called in process context.
     fn control(&self, from: NodeId, frame: [u8; FRAME_SIZE]);
     /// A doorbell rang for local `channel` (a connection slot). May be called in atomic
-    /// context: it must only wake.
+    /// context, softirq included (the ivshmem fabric rings from a BH work item): it must
+    /// only wake, and every lock it takes must be taken with bottom halves off wherever
+    /// it is taken (`SpinLockBh`).
     fn doorbell(&self, channel: u32);
     /// Node `node` went away (it stopped beating, left, or came back as a new
     /// generation): no connection to it may use the fabric any more; `loss` says

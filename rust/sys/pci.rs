@@ -10,7 +10,8 @@
 //! in reverse order of acquisition: [`Enabled`] (`pci_enable_device`), [`Regions`]
 //! (`pci_request_regions`), [`BusMaster`] (`pci_set_master`), [`IoMem`] (`pci_iomap`),
 //! [`IrqVectors`] (`pci_alloc_irq_vectors`) and [`ThreadedIrq`] (`request_threaded_irq`
-//! with a softirq stage between its halves, whose handler is an [`IrqHandler`]). All `unsafe` of PCI lives here.
+//! with a softirq stage between its halves, whose handler is an [`IrqHandler`]). All
+//! `unsafe` of PCI lives here.
 
 use crate::sys::bindings;
 use core::ffi::{c_int, c_void};

@@ -9,8 +9,9 @@
 //! [`layout`], where every word of a live region is (for `tools/sci-hostile`).
 #![cfg_attr(not(test), no_std)]
 
-// The kernel module uses the core piecemeal; here nothing outside the tests does.
-#[allow(dead_code)]
+// The kernel module uses the core piecemeal; here nothing outside the tests does (so
+// neither are its re-exports).
+#[allow(dead_code, unused_imports)]
 #[deny(
     missing_docs,
     clippy::missing_docs_in_private_items,
