@@ -349,8 +349,11 @@ fn slot_age(last: u64, expected: u32) -> Age {
 /// changes nothing; the receiver publishes the `expected` it asks with.
 #[derive(Clone, Debug)]
 pub(crate) struct MailboxPeek<L: Segment> {
+    /// The receiver's segment with the slot area (loads only).
     slots: L,
+    /// Base of the slot area.
     slots_base: usize,
+    /// Slot count.
     geom: MailboxGeometry,
 }
 
