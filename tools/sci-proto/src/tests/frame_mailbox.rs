@@ -338,32 +338,41 @@ fn offers_validated_against_our_mapping() {
     assert!(misaligned.validate(1 << 20).is_none());
 }
 
-#[test]
-fn mailbox_delivers_in_order_with_flow_control() {
-    let geom = MailboxGeometry::from_log2(2).unwrap(); // 4 slots
+/// A 4-slot mailbox's two segments, initialized: the receiver's slot area and the
+/// sender's ack area, both at offset 64.
+fn four_slot_mailbox() -> (MailboxGeometry, TestSegment, TestSegment) {
+    let geom = MailboxGeometry::from_log2(2).unwrap();
     let rx_seg = TestSegment::new(64 + geom.area_size());
     let tx_seg = TestSegment::new(128);
     mailbox::init_slots(&rx_seg, 64, geom).unwrap();
     mailbox::init_ack(&tx_seg, 64).unwrap();
+    (geom, rx_seg, tx_seg)
+}
+
+/// The `i`-th frame a mailbox test sends: a close naming slot `i`.
+fn nth_frame(i: u32) -> Frame {
+    Frame::close(
+        ConnId {
+            slot: i,
+            generation: 1,
+        },
+        ConnId {
+            slot: 7,
+            generation: 1,
+        },
+        CloseReason::Graceful,
+    )
+}
+
+#[test]
+fn mailbox_delivers_in_order_with_flow_control() {
+    let (geom, rx_seg, tx_seg) = four_slot_mailbox();
     let mut tx = MailboxTx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
     let mut rx = MailboxRx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
     assert_eq!(rx.poll(), Ok(None), "zeroed slots are empty");
-    let mk = |i: u32| {
-        Frame::close(
-            ConnId {
-                slot: i,
-                generation: 1,
-            },
-            ConnId {
-                slot: 7,
-                generation: 1,
-            },
-            CloseReason::Graceful,
-        )
-    };
     let mut next_rx = 0u32;
     for i in 0..1000u32 {
-        match tx.send(&mk(i)) {
+        match tx.send(&nth_frame(i)) {
             Ok(seq) => assert_eq!(seq, i + 1),
             Err(MailboxError::Full) => {
                 // Drain two, then retry.
@@ -372,7 +381,7 @@ fn mailbox_delivers_in_order_with_flow_control() {
                     assert_eq!(f.src.slot, next_rx);
                     next_rx += 1;
                 }
-                tx.send(&mk(i)).unwrap();
+                tx.send(&nth_frame(i)).unwrap();
             }
             Err(e) => panic!("{e:?}"),
         }
@@ -392,32 +401,15 @@ fn mailbox_delivers_in_order_with_flow_control() {
 /// see the broken mailbox).
 #[test]
 fn mailbox_peek_agrees_with_poll() {
-    let geom = MailboxGeometry::from_log2(2).unwrap(); // 4 slots
-    let rx_seg = TestSegment::new(64 + geom.area_size());
-    let tx_seg = TestSegment::new(128);
-    mailbox::init_slots(&rx_seg, 64, geom).unwrap();
-    mailbox::init_ack(&tx_seg, 64).unwrap();
+    let (geom, rx_seg, tx_seg) = four_slot_mailbox();
     let mut tx = MailboxTx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
     let mut rx = MailboxRx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
     let peek = rx.peek();
-    let frame = |i: u32| {
-        Frame::close(
-            ConnId {
-                slot: i,
-                generation: 1,
-            },
-            ConnId {
-                slot: 7,
-                generation: 1,
-            },
-            CloseReason::Graceful,
-        )
-    };
     assert!(!peek.frame_waiting(rx.expected()), "zeroed slots are empty");
     for i in 0..40u32 {
         let queued = (i % 3) + 1;
         for k in 0..queued {
-            tx.send(&frame(i * 4 + k)).unwrap();
+            tx.send(&nth_frame(i * 4 + k)).unwrap();
         }
         for _ in 0..queued {
             let before = rx.expected();
