@@ -14,12 +14,14 @@
 //! doorbell only when asked, and the doorbell wakes the socket.
 //!
 //! Small writes are gathered as TCP does (Nagle, `TCP_CORK`, `MSG_MORE`): see `nagle.rs`.
-//! `send` and `recv` themselves are in `transfer.rs`, a lost fabric path in `moving.rs`,
+//! `send` and `recv` themselves are in `transfer.rs` (with `direct.rs`: one copy for
+//! large transfers within this kernel), a lost fabric path in `moving.rs`,
 //! the datagrams of an implicit connection in `datagram.rs`;
 //! this file holds the connection's state, setup, readiness and teardown.
 
 pub(crate) mod addr;
 mod datagram;
+mod direct;
 mod moving;
 mod nagle;
 mod read_sock;
@@ -87,6 +89,9 @@ pub(crate) trait Caller {
     fn take_error(&self) -> c_int;
     /// Whether poll, select, epoll or `O_ASYNC` watches the socket.
     fn watched(&self) -> bool;
+    /// A `recv` got `bytes` filled directly by the writer (`direct.rs`), for the
+    /// socket's counters.
+    fn received_directly(&self, bytes: usize);
 }
 
 /// log2 of the ring each end receives into (256 KiB: about what a TCP socket buffers on

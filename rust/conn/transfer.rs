@@ -6,11 +6,14 @@
 //! and the direction's recent waits say (`proto/spin.rs`), then posts a wait request and
 //! sleeps until the doorbell wakes it.
 //!
+//! When both ends are in this kernel, a reader waiting with a large buffer may have it
+//! filled by the writer directly, one copy in all (`direct.rs`).
+//!
 //! A large transfer goes a quarter of the ring at a time ([`pass_limit`]), each quarter
 //! published as it is done: the peer copies one quarter while this side copies the next,
 //! instead of both taking turns on the whole ring.
 
-use super::{nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx, SpinSetting};
+use super::{direct, nagle, partial, proto_err, Caller, Conn, Gathering, Inner, Rx, SpinSetting};
 use crate::fabric::memory::msg_iter;
 use crate::fabric::Fabric;
 use crate::proto::error::ProtocolError;
@@ -99,11 +102,27 @@ impl Conn {
             if len == 0 {
                 return Ok(0);
             }
+            if sent == 0 {
+                direct::note_send(peer_seg, len);
+            }
             // A wait request posted for a Nagle hold stays: its doorbell sends the bytes.
             if !held.holding() {
                 tx.finish_wait();
             }
             tx.refresh().map_err(proto_err)?;
+            // The reader waits with a large buffer on an empty ring: straight into it.
+            if let Some((copied, tried)) = direct::send(peer_seg, tx, len - sent, iter) {
+                drop(g);
+                self.notify_peer(fabric, peer_id);
+                sent += copied;
+                if copied < tried {
+                    return partial(sent, EFAULT);
+                }
+                if sent == len {
+                    return Ok(sent as c_int);
+                }
+                continue;
+            }
             let pass = (len - sent).min(pass_limit(tx.params().geometry.size()));
             let spans = tx.writable().map_err(proto_err)?.truncate(pass);
             let n = spans.total();
@@ -371,7 +390,12 @@ impl Conn {
             if self.spin_first(own, spin, |i| &mut i.spin_recv, || self.recv_ready()) {
                 continue;
             }
+            // A large buffer may be filled by the writer directly while this waits.
+            let posted = !peek && direct::post(&self.seg, len - copied, iter);
             let (r, wake_us) = own.wait_measured(&mut timeo, || {
+                if posted && direct::filled(&self.seg) {
+                    return Ok(true);
+                }
                 let mut g = self.inner.lock();
                 let peer_id = g.peer_id;
                 if g.local.rcv_shut || g.moving {
@@ -389,6 +413,18 @@ impl Conn {
                 Ok(!d.sleep || peer.done_writing || peer.abort)
             });
             self.sleep_cost(spin, |i| &mut i.spin_recv, wake_us);
+            if posted {
+                // Before anything else reads the ring or gives up: what a fill delivered
+                // comes first, and is the caller's even if a signal ended the wait.
+                let got = direct::take_back(&self.seg, iter);
+                if got > 0 {
+                    own.received_directly(got);
+                    copied += got;
+                    if copied == len || !waitall {
+                        return Ok(copied as c_int);
+                    }
+                }
+            }
             if let Err(e) = r {
                 return partial(copied, e);
             }

@@ -22,6 +22,7 @@
 //! ([`DeviceMem::retire`]): every segment still on it behaves as one of a revoked lease,
 //! so nothing reads or writes the bus addresses once the device is gone.
 
+use super::direct::DirectRecv;
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
 use crate::sys::bindings;
@@ -171,6 +172,9 @@ pub(crate) struct SegMem {
     rehomed: Mutex<Option<VVec<u64>>>,
     /// `ptr` points into `rehomed`.
     is_rehomed: AtomicBool,
+    /// A reader's buffer posted for a writer in this kernel (kernel memory only).
+    #[pin]
+    direct: DirectRecv,
 }
 
 impl SegMem {
@@ -188,6 +192,7 @@ impl SegMem {
                 lease,
                 rehomed <- kernel::new_mutex!(None, "SegMem::rehomed"),
                 is_rehomed: AtomicBool::new(false),
+                direct <- DirectRecv::new(),
             }),
             GFP_KERNEL,
         )
@@ -257,6 +262,16 @@ impl SegMem {
         self.ptr.store(to, Ordering::Release);
         self.is_rehomed.store(true, Ordering::Release);
         Ok(())
+    }
+
+    /// The slot where this segment's reader may post its buffer for the writer to fill
+    /// directly (`fabric/direct.rs`): only for kernel memory, which both ends of a
+    /// connection share in this kernel (the loopback fabric).
+    pub(crate) fn direct(&self) -> Option<&DirectRecv> {
+        match self.backing {
+            Backing::Kernel { .. } => Some(&self.direct),
+            Backing::Device { .. } => None,
+        }
     }
 
     /// Tells the owner that no peer will store into this segment any more (the

@@ -10,6 +10,7 @@
 //! runs on: [`loopback`] (both ends in this kernel) or [`ivshmem`] (a shared PCI BAR
 //! between QEMU guests); [`select`] picks one at load time.
 
+pub(crate) mod direct;
 pub(crate) mod ivshmem;
 pub(crate) mod loopback;
 pub(crate) mod memory;

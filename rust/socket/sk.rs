@@ -333,4 +333,8 @@ impl Caller for OwnSk {
     fn watched(&self) -> bool {
         OwnSk::watched(self)
     }
+
+    fn received_directly(&self, bytes: usize) {
+        self.stats().direct_received(bytes as u64);
+    }
 }

@@ -2,8 +2,8 @@
 
 //! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
 //! sockets created, connections over SCI, fallbacks per reason, datagram sockets' implicit
-//! connections, datagrams over SCI and the bytes kernel readers (`read_sock`) were lent or
-//! copied. They live in the namespace's `net_generic` data, a C `struct sci_net_stats`.
+//! connections, datagrams over SCI, the bytes kernel readers (`read_sock`) were lent or
+//! copied and those filled directly into a reader's buffer. They live in the namespace's `net_generic` data, a C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +23,7 @@ pub(crate) struct NetStats {
     read_sock_lent: AtomicU64,
     read_sock_copied: AtomicU64,
     read_sock_kept: AtomicU64,
+    direct_received: AtomicU64,
 }
 
 const _: () = {
@@ -56,6 +57,8 @@ pub(crate) struct StatsSnapshot {
     /// Times a kernel reader kept a lent buffer after its actor returned (the ring then
     /// holds the writer off those bytes until it lets go).
     pub(crate) read_sock_kept: u64,
+    /// Bytes a writer copied straight into a reader's posted buffer (`fabric/direct.rs`).
+    pub(crate) direct_received: u64,
 }
 
 impl NetStats {
@@ -119,6 +122,11 @@ impl NetStats {
         self.read_sock_kept.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// `bytes` more that a writer copied straight into a reader's posted buffer.
+    pub(crate) fn direct_received(&self, bytes: u64) {
+        self.direct_received.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// The counters now.
     pub(crate) fn snapshot(&self) -> StatsSnapshot {
         let mut fallbacks = [0; FallbackReason::COUNT];
@@ -137,6 +145,7 @@ impl NetStats {
             read_sock_lent: self.read_sock_lent.load(Ordering::Relaxed),
             read_sock_copied: self.read_sock_copied.load(Ordering::Relaxed),
             read_sock_kept: self.read_sock_kept.load(Ordering::Relaxed),
+            direct_received: self.direct_received.load(Ordering::Relaxed),
         }
     }
 }

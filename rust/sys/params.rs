@@ -44,6 +44,18 @@ pub(crate) fn refusal_ms() -> u32 {
     unsafe { bindings::sci_refusal_ms_param() }
 }
 
+/// The `direct_min` module parameter: the smallest receive buffer, in bytes, that a
+/// blocked reader on the loopback fabric posts for the writer to fill directly
+/// (`fabric/direct.rs`), once the writer's sends are that large too; 0 when never.
+pub(crate) fn direct_min() -> usize {
+    // SAFETY: reads a module parameter.
+    unsafe { bindings::sci_direct_min_param() as usize }
+}
+
+/// The most of a reader's buffer one direct receive pins (4 MiB): a larger `recv`
+/// returns after that much, as one over TCP returns what has arrived.
+pub(crate) const DIRECT_MAX: usize = 4 << 20;
+
 /// The `dgram_idle_ms` module parameter: how long an implicit connection between datagram
 /// sockets lasts without a datagram (`socket/dgram/implicit.rs`).
 pub(crate) fn dgram_idle_ms() -> u32 {

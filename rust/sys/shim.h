@@ -23,5 +23,6 @@
 #include "c/sched.h"	/* kernel threads, spinning, jiffies */
 #include "c/genl.h"	/* the netlink family and per-netns counters */
 #include "c/lock.h"	/* spinlocks taken with bottom halves off */
+#include "c/pages.h"	/* a reader's buffer pinned for a writer in this kernel */
 
 #endif /* AF_SCI_SHIM_H */

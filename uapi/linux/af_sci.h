@@ -241,6 +241,9 @@ enum sci_stats_attr {
 	SCI_STATS_A_READ_SOCK_KEPT,	/* u64: times a reader kept a lent buffer after its
 					 * actor returned (the ring holds the writer off
 					 * those bytes until it lets go) */
+	SCI_STATS_A_DIRECT_RECEIVED,	/* u64: bytes a writer copied straight into a
+					 * reader's posted buffer on the loopback fabric
+					 * (one copy; module parameter direct_min) */
 
 	__SCI_STATS_A_MAX,
 };

@@ -425,6 +425,10 @@ pub(crate) fn stats_get(stack: &Stack, req: &Request<'_>) -> Result {
                     sci_stats_attr_SCI_STATS_A_READ_SOCK_KEPT,
                     stats.read_sock_kept,
                 ),
+                (
+                    sci_stats_attr_SCI_STATS_A_DIRECT_RECEIVED,
+                    stats.direct_received,
+                ),
             ] {
                 w.put_u64(attr as u16, v, pad)?;
             }

@@ -53,6 +53,15 @@ unsigned int sci_refusal_ms_param(void)
 	return READ_ONCE(refusal_ms);
 }
 
+static unsigned int direct_min = 65536;
+module_param(direct_min, uint, 0644);
+MODULE_PARM_DESC(direct_min, "Smallest receive buffer (bytes) that a blocked reader on the loopback fabric posts for the writer to fill directly, one copy instead of two, once the writer's sends are that large too (0: never; default 65536)");
+
+unsigned int sci_direct_min_param(void)
+{
+	return READ_ONCE(direct_min);
+}
+
 static unsigned int dgram_idle_ms = 5000;
 module_param(dgram_idle_ms, uint, 0644);
 MODULE_PARM_DESC(dgram_idle_ms, "How long an implicit SCI connection between datagram sockets lasts without a datagram before it ends; the next datagram to that destination goes over UDP and sets one up again (ms, at least 100; default 5000)");

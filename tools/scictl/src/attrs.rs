@@ -96,6 +96,7 @@ pub mod stats_a {
     pub const READ_SOCK_LENT: u16 = 10;
     pub const READ_SOCK_COPIED: u16 = 11;
     pub const READ_SOCK_KEPT: u16 = 12;
+    pub const DIRECT_RECEIVED: u16 = 13;
 }
 
 /// `enum sci_fallback_attr`.
@@ -439,6 +440,8 @@ pub enum StatsAttr {
     ReadSockLent(u64),
     ReadSockCopied(u64),
     ReadSockKept(u64),
+    /// Bytes writers copied straight into readers' posted buffers (loopback fabric).
+    DirectReceived(u64),
     Other(DefaultNla),
 }
 
@@ -454,7 +457,8 @@ impl Nla for StatsAttr {
             | StatsAttr::DgramDropped(_)
             | StatsAttr::ReadSockLent(_)
             | StatsAttr::ReadSockCopied(_)
-            | StatsAttr::ReadSockKept(_) => 8,
+            | StatsAttr::ReadSockKept(_)
+            | StatsAttr::DirectReceived(_) => 8,
             StatsAttr::Fallback(attrs) => nested_len(attrs),
             StatsAttr::Other(nla) => nla.value_len(),
         }
@@ -472,6 +476,7 @@ impl Nla for StatsAttr {
             StatsAttr::ReadSockLent(_) => stats_a::READ_SOCK_LENT,
             StatsAttr::ReadSockCopied(_) => stats_a::READ_SOCK_COPIED,
             StatsAttr::ReadSockKept(_) => stats_a::READ_SOCK_KEPT,
+            StatsAttr::DirectReceived(_) => stats_a::DIRECT_RECEIVED,
             StatsAttr::Fallback(_) => stats_a::FALLBACK | NLA_F_NESTED,
             StatsAttr::Other(nla) => nla.kind(),
         }
@@ -488,7 +493,8 @@ impl Nla for StatsAttr {
             | StatsAttr::DgramDropped(v)
             | StatsAttr::ReadSockLent(v)
             | StatsAttr::ReadSockCopied(v)
-            | StatsAttr::ReadSockKept(v) => emit_u64(buffer, *v).unwrap_or_default(),
+            | StatsAttr::ReadSockKept(v)
+            | StatsAttr::DirectReceived(v) => emit_u64(buffer, *v).unwrap_or_default(),
             StatsAttr::Fallback(attrs) => emit_nested(attrs, buffer),
             StatsAttr::Other(nla) => nla.emit_value(buffer),
         }
@@ -509,6 +515,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
             stats_a::READ_SOCK_LENT => StatsAttr::ReadSockLent(parse_u64(p)?),
             stats_a::READ_SOCK_COPIED => StatsAttr::ReadSockCopied(parse_u64(p)?),
             stats_a::READ_SOCK_KEPT => StatsAttr::ReadSockKept(parse_u64(p)?),
+            stats_a::DIRECT_RECEIVED => StatsAttr::DirectReceived(parse_u64(p)?),
             stats_a::FALLBACK => StatsAttr::Fallback(parse_nlas(p)?),
             _ => StatsAttr::Other(DefaultNla::parse(buf)?),
         })

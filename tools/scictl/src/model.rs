@@ -194,6 +194,9 @@ pub struct Stats {
     pub read_sock_lent: u64,
     pub read_sock_copied: u64,
     pub read_sock_kept: u64,
+    /// Bytes writers copied straight into readers' posted buffers (one copy, loopback
+    /// fabric).
+    pub direct_received: u64,
     /// Whether the namespace publishes its addresses in the fabric's node table (always
     /// in the initial namespace); `None` from a module that does not say.
     pub publishes: Option<bool>,
@@ -223,6 +226,7 @@ pub fn stats(attrs: &[SciAttr]) -> Stats {
                 StatsAttr::ReadSockLent(v) => out.read_sock_lent = *v,
                 StatsAttr::ReadSockCopied(v) => out.read_sock_copied = *v,
                 StatsAttr::ReadSockKept(v) => out.read_sock_kept = *v,
+                StatsAttr::DirectReceived(v) => out.direct_received = *v,
                 StatsAttr::Fallback(f) => {
                     let reason = f.iter().find_map(|a| match a {
                         FallbackAttr::Reason(r) => Some(*r),
@@ -514,6 +518,10 @@ pub fn stats_text(stats: &Stats) -> String {
         "read_sock:  {} bytes in place, {} copied, {} kept buffers\n",
         stats.read_sock_lent, stats.read_sock_copied, stats.read_sock_kept
     ));
+    out.push_str(&format!(
+        "filled directly (one copy):  {} bytes\n",
+        stats.direct_received
+    ));
     if let Some(publishes) = stats.publishes {
         let yes = if publishes { "yes" } else { "no" };
         out.push_str(&format!("publishes addresses:  {yes}\n"));
@@ -544,6 +552,7 @@ pub fn stats_json(stats: &Stats) -> Value {
             "copied": stats.read_sock_copied,
             "kept": stats.read_sock_kept,
         },
+        "direct_received": stats.direct_received,
     });
     if let Some(publishes) = stats.publishes {
         v["publishes"] = json!(publishes);
@@ -871,6 +880,7 @@ mod tests {
             StatsAttr::ReadSockLent(65536),
             StatsAttr::ReadSockCopied(4096),
             StatsAttr::ReadSockKept(3),
+            StatsAttr::DirectReceived(1 << 20),
         ])]);
         let s = stats(&reply);
         assert_eq!(
@@ -887,12 +897,13 @@ mod tests {
                 read_sock_lent: 65536,
                 read_sock_copied: 4096,
                 read_sock_kept: 3,
+                direct_received: 1 << 20,
                 publishes: None,
             }
         );
         assert_eq!(
             stats_text(&s),
-            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\nread_sock:  65536 bytes in place, 4096 copied, 3 kept buffers\n"
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\nread_sock:  65536 bytes in place, 4096 copied, 3 kept buffers\nfilled directly (one copy):  1048576 bytes\n"
         );
         assert_eq!(
             stats_json(&s),
@@ -900,7 +911,8 @@ mod tests {
                    "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5},
                    "refusals_remembered": 7, "implicit_connections": 4,
                    "datagrams": {"sent": 100, "received": 90, "dropped": 2},
-                   "read_sock": {"lent": 65536, "copied": 4096, "kept": 3}})
+                   "read_sock": {"lent": 65536, "copied": 4096, "kept": 3},
+                   "direct_received": 1048576})
         );
     }
 
