@@ -53,9 +53,9 @@ unsigned int sci_refusal_ms_param(void)
 	return READ_ONCE(refusal_ms);
 }
 
-static unsigned int direct_min = 65536;
+static unsigned int direct_min = 16384;
 module_param(direct_min, uint, 0644);
-MODULE_PARM_DESC(direct_min, "Smallest receive buffer (bytes) that a blocked reader on the loopback fabric posts for the writer to fill directly, one copy instead of two, once the writer's sends are that large too (0: never; default 65536)");
+MODULE_PARM_DESC(direct_min, "Smallest receive buffer (bytes) that a blocked reader on the loopback fabric posts for the writer to fill directly, one copy instead of two, once the writer's sends are that large too (0: never; default 16384)");
 
 unsigned int sci_direct_min_param(void)
 {

@@ -16,7 +16,7 @@ int sci_family_param(void);
 bool sci_loopback_param(void);
 /* "failover_ms" (default 1000): how long a move onto TCP may take; 0 turns it off. Writable. */
 unsigned int sci_failover_ms_param(void);
-/* "direct_min" (default 65536): smallest buffer a reader posts for a direct fill; 0: off. Writable. */
+/* "direct_min" (default 16384): smallest buffer a reader posts for a direct fill; 0: off. Writable. */
 unsigned int sci_direct_min_param(void);
 /* "refusal_ms" (default 1000): how long a refused SCI destination is remembered. Writable. */
 unsigned int sci_refusal_ms_param(void);
