@@ -38,6 +38,11 @@ pub(super) fn post(seg: &SegMem, left: usize, iter: *mut bindings::iov_iter) -> 
     let Some(buf) = PinnedBuf::pin(iter, left.min(DIRECT_MAX)) else {
         return false;
     };
+    if buf.len() < min {
+        // Only the first of several buffers (`readv`) is pinned, and it is small.
+        buf.give_back(0, iter);
+        return false;
+    }
     match slot.post(buf) {
         Ok(()) => true,
         Err(buf) => {

@@ -330,9 +330,47 @@ def case_faults(scictl):
     acc.close()
 
 
+def case_readv(scictl):
+    """recvmsg into several buffers: only the first is ever posted, if large enough."""
+    cli, acc = pair()
+    prime(cli, acc)
+    for first, direct in ((100, False), (1 << 20, True)):
+        bufs = [bytearray(first), bytearray(1 << 20)]
+        out = {}
+
+        def read():
+            out["n"] = acc.recvmsg_into(bufs)[0]
+            out["tid"] = threading.get_native_id()
+
+        tid = {}
+
+        def run():
+            tid["t"] = threading.get_native_id()
+            read()
+
+        t = threading.Thread(target=run)
+        t.start()
+        wait_until(lambda: "t" in tid and asleep_in_recv(tid["t"]), "the reader to sleep in recvmsg")
+        before = direct_received(scictl)
+        data = pattern(9, 300 * 1024)
+        cli.sendall(data)
+        t.join()
+        n = out["n"]
+        got = (bytes(bufs[0]) + bytes(bufs[1]))[:n]
+        moved = direct_received(scictl) - before
+        expect(got == data[:n] and n > 0,
+               f"recvmsg into {first} B + 1 MiB: {n} bytes, in order")
+        expect((moved > 0) == direct,
+               f"a first buffer of {first} B is {'' if direct else 'not '}filled directly ({moved})")
+        rest = recv_exact(acc, len(data) - n)
+        expect(got + rest == data, "and the rest follows")
+    cli.close()
+    acc.close()
+
+
 def semantics(scictl):
     for case in (case_partial, case_signal, case_timeout, case_peek, case_waitall,
-                 case_small, case_faults):
+                 case_small, case_faults, case_readv):
         print(f"# {case.__name__}", flush=True)
         case(scictl)
 
