@@ -2,12 +2,14 @@
 
 //! The loopback fabric: both ends of every connection are in this kernel.
 //!
-//! Segments are kernel memory; "mapping" a peer's segment takes another reference on the
-//! same memory; a doorbell is a direct call to the control plane; a control frame is
-//! handed to the control plane's inbound queue. It is the fabric behind `AF_SCI`
-//! connections to this node's own addresses, and the reference for other backends.
+//! Segments are kernel memory, kept for reuse when they go (`seg_pool.rs`); "mapping" a
+//! peer's segment takes another reference on the same memory; a doorbell is a direct call
+//! to the control plane; a control frame is handed to the control plane's inbound queue.
+//! It is the fabric behind `AF_SCI` connections to this node's own addresses, and the
+//! reference for other backends.
 
 use super::memory::SegMem;
+use super::seg_pool::SegPool;
 use super::{Fabric, FabricEvents, NodeId};
 use crate::proto::frame::FRAME_SIZE;
 use crate::sys::bindings;
@@ -22,6 +24,8 @@ pub(crate) struct Loopback {
     /// Exported segments, indexed by channel (a connection slot).
     #[pin]
     exports: SpinLock<KVec<Option<Arc<SegMem>>>>,
+    /// Segment memory kept for reuse: a short connection costs no `vmalloc`/`vfree`.
+    pool: Arc<SegPool>,
     events: Arc<dyn FabricEvents>,
 }
 
@@ -36,9 +40,11 @@ impl Loopback {
         for _ in 0..channels {
             table.push(None, GFP_KERNEL)?;
         }
+        let pool = SegPool::new()?;
         Ok(pin_init!(Self {
             node,
             exports <- kernel::new_spinlock!(table, "Loopback::exports"),
+            pool,
             events,
         }))
     }
@@ -59,7 +65,7 @@ impl Fabric for Loopback {
 
     // Every segment is this node's, and so is every peer.
     fn create_segment(&self, channel: u32, len: usize, _peer: NodeId) -> Result<Arc<SegMem>> {
-        let seg = SegMem::alloc(len)?;
+        let seg = SegMem::alloc_pooled(len, &self.pool)?;
         let old = {
             let mut table = self.exports.lock();
             let slot = table

@@ -23,6 +23,7 @@
 //! so nothing reads or writes the bus addresses once the device is gone.
 
 use super::direct::DirectRecv;
+use super::seg_pool::{PooledBuf, SegPool};
 use crate::proto::ring::Span;
 use crate::proto::segment::Segment;
 use crate::sys::bindings;
@@ -147,8 +148,11 @@ impl Drop for DeviceMem {
 
 /// What keeps a segment's memory valid.
 enum Backing {
-    /// Kernel memory this segment owns (the loopback fabric).
+    /// Kernel memory this segment owns.
     Kernel { _buf: VVec<u64> },
+    /// Kernel memory from a pool (the loopback fabric's), back to it when the segment
+    /// goes, zeroed as far as it was written (`seg_pool.rs`).
+    Pooled { buf: PooledBuf },
     /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
     Device {
         map: Arc<DeviceMem>,
@@ -211,6 +215,22 @@ impl SegMem {
         Self::new(ptr, words * 8, Backing::Kernel { _buf: buf }, None)
     }
 
+    /// As [`SegMem::alloc`], from `pool`: a buffer a segment of the same size gave back,
+    /// if one is kept.
+    pub(crate) fn alloc_pooled(len: usize, pool: &Arc<SegPool>) -> Result<Arc<Self>> {
+        let mut buf = pool.take(len.div_ceil(8))?;
+        let (ptr, bytes) = buf.memory().ok_or(ENOMEM)?;
+        Self::new(ptr, bytes, Backing::Pooled { buf }, None)
+    }
+
+    /// Records that the bytes up to offset `end` may have been written, for a pooled
+    /// segment's zeroing when it goes.
+    fn wrote(&self, end: usize) {
+        if let Backing::Pooled { buf } = &self.backing {
+            buf.wrote(end);
+        }
+    }
+
     /// The `len` bytes at offset `off` of the device mapping `map` (8-aligned), keeping
     /// the mapping and `owner` alive; `lease`, if given, guards every access.
     pub(crate) fn device(
@@ -269,7 +289,7 @@ impl SegMem {
     /// connection share in this kernel (the loopback fabric).
     pub(crate) fn direct(&self) -> Option<&DirectRecv> {
         match self.backing {
-            Backing::Kernel { .. } => Some(&self.direct),
+            Backing::Kernel { .. } | Backing::Pooled { .. } => Some(&self.direct),
             Backing::Device { .. } => None,
         }
     }
@@ -298,7 +318,7 @@ impl SegMem {
             Backing::Device { map, .. } => {
                 map.retired() && !self.is_rehomed.load(Ordering::Acquire)
             }
-            Backing::Kernel { .. } => false,
+            Backing::Kernel { .. } | Backing::Pooled { .. } => false,
         }
     }
 
@@ -356,10 +376,13 @@ impl SegMem {
             return span.len;
         }
         match self.span_ptr(span) {
-            // SAFETY: the span lies inside the segment; `iter` is the caller's live
-            // iterator; a peer may write the same bytes concurrently, which only
-            // garbles data it owns.
-            Some(p) => unsafe { bindings::_copy_from_iter(p.cast(), span.len, iter) },
+            Some(p) => {
+                self.wrote(span.off + span.len);
+                // SAFETY: the span lies inside the segment; `iter` is the caller's live
+                // iterator; a peer may write the same bytes concurrently, which only
+                // garbles data it owns.
+                unsafe { bindings::_copy_from_iter(p.cast(), span.len, iter) }
+            }
             None => 0,
         }
     }
@@ -370,7 +393,7 @@ impl SegMem {
     /// into kernel memory). Other device memory has no pages to lend; its bytes are copied.
     pub(crate) fn lendable(&self, span: Span) -> Option<NonNull<u8>> {
         let lends = match &self.backing {
-            Backing::Kernel { .. } => true,
+            Backing::Kernel { .. } | Backing::Pooled { .. } => true,
             Backing::Device { map, .. } => {
                 map.has_pages.load(Ordering::Acquire)
                     && !map.retired()
@@ -444,6 +467,7 @@ impl Segment for SegMem {
 
     fn store_u64(&self, off: usize, v: u64) {
         if let Some(p) = self.word_ptr(off, 8) {
+            self.wrote(off + 8);
             // SAFETY: as in `load_u64`.
             unsafe { AtomicU64::from_ptr(p.cast()) }.store(v, Ordering::Release);
         }
@@ -459,6 +483,7 @@ impl Segment for SegMem {
 
     fn store_u32(&self, off: usize, v: u32) {
         if let Some(p) = self.word_ptr(off, 4) {
+            self.wrote(off + 4);
             // SAFETY: as in `load_u32`.
             unsafe { AtomicU32::from_ptr(p.cast()) }.store(v, Ordering::Release);
         }

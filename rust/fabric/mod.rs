@@ -15,6 +15,7 @@ pub(crate) mod ivshmem;
 pub(crate) mod loopback;
 pub(crate) mod memory;
 pub(crate) mod queue_selftest;
+pub(crate) mod seg_pool;
 pub(crate) mod select;
 
 use crate::config::rules::Ip;

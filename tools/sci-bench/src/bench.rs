@@ -263,7 +263,19 @@ fn accept_checked(
     if net.is_inet() {
         s.set_nodelay()?;
     }
-    let c = check(&s, net, sci_af);
+    send_check(&s, net, sci_af, tx)?;
+    Ok(s)
+}
+
+/// Checks a server's socket and hands the result to the client thread (which counts
+/// it); an error also ends the server.
+fn send_check(
+    s: &Sock,
+    net: Net,
+    sci_af: Option<i32>,
+    tx: &mpsc::Sender<io::Result<SockCheck>>,
+) -> io::Result<()> {
+    let c = check(s, net, sci_af);
     let err = c
         .as_ref()
         .err()
@@ -271,7 +283,7 @@ fn accept_checked(
     let _ = tx.send(c);
     match err {
         Some(e) => Err(e),
-        None => Ok(s),
+        None => Ok(()),
     }
 }
 
@@ -469,15 +481,7 @@ fn crr(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Result<
                     "the client never asked for the check",
                 ));
             }
-            let c = check(&s, net, sci_af);
-            let err = c
-                .as_ref()
-                .err()
-                .map(|e| io::Error::new(e.kind(), e.to_string()));
-            let _ = tx.send(c);
-            if let Some(e) = err {
-                return Err(e);
-            }
+            send_check(&s, net, sci_af, &tx)?;
             // Wait for the client to close first (its side takes the TIME_WAIT).
             let mut rest = [0u8; 64];
             while s.recv_some(&mut rest)? > 0 {}
