@@ -204,9 +204,11 @@ fn pool_reuse() -> Result {
     let len = 3 * 4096 + 100;
     let seg = SegMem::alloc_pooled(len, &pool)?;
     let mut bytes = [0xa5u8; 3000];
-    let copied = with_kvec_iter(&mut bytes, false, |iter| {
-        seg.copy_from_iter(Span { off: 5000, len: 3000 }, iter)
-    });
+    let span = Span {
+        off: 5000,
+        len: 3000,
+    };
+    let copied = with_kvec_iter(&mut bytes, false, |iter| seg.copy_from_iter(span, iter));
     seg.store_u64(8, u64::MAX);
     seg.store_u32(len - 4 - len % 4, u32::MAX);
     let first = seg.lendable(Span { off: 0, len: 1 }).ok_or(EIO)?;
