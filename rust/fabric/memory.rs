@@ -223,6 +223,11 @@ impl SegMem {
         Self::new(ptr, bytes, Backing::Pooled { buf }, None)
     }
 
+    /// Where the segment's memory starts (the self-test of the pool compares it).
+    pub(super) fn first_byte(&self) -> *const u8 {
+        self.base().cast_const()
+    }
+
     /// Records that the bytes up to offset `end` may have been written, for a pooled
     /// segment's zeroing when it goes.
     fn wrote(&self, end: usize) {
@@ -391,9 +396,15 @@ impl SegMem {
     /// pages of its socket buffer: `ReadActor::lend`): kernel memory this segment owns,
     /// or device memory with `struct page`s that is still there (not retired, not moved
     /// into kernel memory). Other device memory has no pages to lend; its bytes are copied.
+    /// A pooled segment whose bytes were lent is not reused: the reader may keep its
+    /// pages after the segment goes.
     pub(crate) fn lendable(&self, span: Span) -> Option<NonNull<u8>> {
         let lends = match &self.backing {
-            Backing::Kernel { .. } | Backing::Pooled { .. } => true,
+            Backing::Kernel { .. } => true,
+            Backing::Pooled { buf } => {
+                buf.lent();
+                true
+            }
             Backing::Device { map, .. } => {
                 map.has_pages.load(Ordering::Acquire)
                     && !map.retired()

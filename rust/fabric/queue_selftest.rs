@@ -211,10 +211,10 @@ fn pool_reuse() -> Result {
     let copied = with_kvec_iter(&mut bytes, false, |iter| seg.copy_from_iter(span, iter));
     seg.store_u64(8, u64::MAX);
     seg.store_u32(len - 4 - len % 4, u32::MAX);
-    let first = seg.lendable(Span { off: 0, len: 1 }).ok_or(EIO)?;
+    let first = seg.first_byte();
     drop(seg);
     let again = SegMem::alloc_pooled(len, &pool)?;
-    let reused = again.lendable(Span { off: 0, len: 1 }) == Some(first);
+    let reused = again.first_byte() == first;
     let zeroed = (0..again.len() / 8).all(|w| again.load_u64(w * 8) == 0);
     if copied != 3000 || !reused || !zeroed {
         pr_err!(

@@ -8,13 +8,14 @@
 //! keeps up to [`POOL_MAX`] freed buffers instead. A buffer given back is zeroed as far as
 //! it was written (its segment records the highest offset written, [`PooledBuf::wrote`]),
 //! so a reused buffer is as zeroed as a new one, and a short connection costs a page or
-//! two of zeroing instead of the whole ring.
+//! two of zeroing instead of the whole ring. A buffer whose pages were lent to a kernel
+//! reader (`read_sock`, which may keep them past the connection) is freed, not reused.
 //!
 //! The pool holds at most `POOL_MAX` buffers (about 4 MiB), freed with the fabric.
 
 use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -57,6 +58,7 @@ impl SegPool {
             buf: Some(buf),
             pool: self.clone(),
             written: AtomicUsize::new(0),
+            lent: AtomicBool::new(false),
         })
     }
 
@@ -80,6 +82,9 @@ pub(crate) struct PooledBuf {
     pool: Arc<SegPool>,
     /// Bytes from the start that may have been written.
     written: AtomicUsize,
+    /// Pages were lent to a kernel reader, which may keep them after the segment goes
+    /// (holding page references): the buffer is freed then, never reused.
+    lent: AtomicBool,
 }
 
 impl PooledBuf {
@@ -96,10 +101,21 @@ impl PooledBuf {
             self.written.fetch_max(end, Ordering::Relaxed);
         }
     }
+
+    /// Records that pages of the buffer were lent (`SegMem::lendable`).
+    pub(crate) fn lent(&self) {
+        if !self.lent.load(Ordering::Relaxed) {
+            self.lent.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Drop for PooledBuf {
     fn drop(&mut self) {
+        if *self.lent.get_mut() {
+            // Freed (`vfree`): a page a reader still holds lives on by its reference.
+            return;
+        }
         if let Some(buf) = self.buf.take() {
             self.pool.give_back(buf, *self.written.get_mut());
         }
