@@ -3,7 +3,8 @@
 //! The counters each network namespace keeps of its `AF_SCI` sockets (`scictl stats`):
 //! sockets created, connections over SCI, fallbacks per reason, datagram sockets' implicit
 //! connections, datagrams over SCI, the bytes kernel readers (`read_sock`) were lent or
-//! copied and those filled directly into a reader's buffer. They live in the namespace's `net_generic` data, a C `struct sci_net_stats`.
+//! copied and those filled directly into a reader's buffer. They live in the namespace's
+//! `net_generic` data, a C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
 use core::sync::atomic::{AtomicU64, Ordering};

@@ -47,7 +47,7 @@ impl PinnedBuf {
     pub(crate) fn fill(&mut self, len: usize, from: *mut bindings::iov_iter) -> usize {
         // SAFETY: `ptr` is pinned and owned by `self`; `from` is the writer's live
         // iterator; the helper bounds the copy by the pinned length.
-        unsafe { bindings::sci_pinned_fill(self.ptr.as_ptr(), 0, len, from) }
+        unsafe { bindings::sci_pinned_fill(self.ptr.as_ptr(), len, from) }
     }
 
     /// Unpins the buffer, moving the reader's iterator `iter` (the one it was pinned

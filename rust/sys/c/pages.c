@@ -39,15 +39,13 @@ struct sci_pinned *sci_pin_iter(struct iov_iter *iter, size_t max, size_t *len)
 	return p;
 }
 
-size_t sci_pinned_fill(struct sci_pinned *p, size_t at, size_t len, struct iov_iter *from)
+size_t sci_pinned_fill(struct sci_pinned *p, size_t len, struct iov_iter *from)
 {
 	size_t done = 0;
 
-	if (at >= p->len)
-		return 0;
-	len = min(len, p->len - at);
+	len = min(len, p->len);
 	while (done < len) {
-		size_t pos = p->offset + at + done;
+		size_t pos = p->offset + done;
 		size_t off = offset_in_page(pos);
 		size_t n = min_t(size_t, len - done, PAGE_SIZE - off);
 		size_t c = copy_page_from_iter(p->pages[pos >> PAGE_SHIFT], off, n, from);

@@ -21,10 +21,10 @@ struct sci_pinned;
  */
 struct sci_pinned *sci_pin_iter(struct iov_iter *iter, size_t max, size_t *len);
 /*
- * Copies up to len bytes from the source iterator from into the pinned buffer at byte
- * at; returns the count copied (short on a fault in from's memory).
+ * Copies up to len bytes from the source iterator from into the pinned buffer, from its
+ * start; returns the count copied (short on a fault in from's memory).
  */
-size_t sci_pinned_fill(struct sci_pinned *p, size_t at, size_t len, struct iov_iter *from);
+size_t sci_pinned_fill(struct sci_pinned *p, size_t len, struct iov_iter *from);
 /* Unpins the pages (marked dirty: they may have been written) and frees p. */
 void sci_pinned_free(struct sci_pinned *p);
 /* Moves iter back by n bytes (iov_iter_revert). */

@@ -16,10 +16,10 @@ int sci_family_param(void);
 bool sci_loopback_param(void);
 /* "failover_ms" (default 1000): how long a move onto TCP may take; 0 turns it off. Writable. */
 unsigned int sci_failover_ms_param(void);
-/* "direct_min" (default 16384): smallest buffer a reader posts for a direct fill; 0: off. Writable. */
-unsigned int sci_direct_min_param(void);
 /* "refusal_ms" (default 1000): how long a refused SCI destination is remembered. Writable. */
 unsigned int sci_refusal_ms_param(void);
+/* "direct_min" (default 16384): smallest buffer a reader posts for a direct fill; 0: off. Writable. */
+unsigned int sci_direct_min_param(void);
 /* "dgram_idle_ms" (default 5000, at least 100): an idle implicit connection's life. Writable. */
 unsigned int sci_dgram_idle_ms_param(void);
 /* "spin_us" (default 0): how long a blocking call polls before sleeping. Writable. */

@@ -259,11 +259,17 @@ fn accept_checked(
     sci_af: Option<i32>,
     tx: &mpsc::Sender<io::Result<SockCheck>>,
 ) -> io::Result<Sock> {
+    let s = accept(l, net)?;
+    send_check(&s, net, sci_af, tx)?;
+    Ok(s)
+}
+
+/// Server side of a connection: accept, TCP_NODELAY for the TCP-like families.
+fn accept(l: &Sock, net: Net) -> io::Result<Sock> {
     let s = l.accept()?;
     if net.is_inet() {
         s.set_nodelay()?;
     }
-    send_check(&s, net, sci_af, tx)?;
     Ok(s)
 }
 
@@ -464,10 +470,7 @@ fn crr(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Result<
         let mut req = vec![0u8; size];
         let resp = vec![0x5au8; size];
         loop {
-            let s = l.accept()?;
-            if net.is_inet() {
-                s.set_nodelay()?;
-            }
+            let s = accept(&l, net)?;
             if !s.recv_exact(&mut req)? {
                 continue;
             }
