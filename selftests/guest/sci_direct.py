@@ -11,6 +11,7 @@ usage: sci_direct.py semantics SCICTL
        sci_direct.py stream SCICTL SEED
        sci_direct.py kill SCICTL SEED
 """
+import contextlib
 import ctypes
 import errno
 import hashlib
@@ -114,12 +115,13 @@ def prime(w, r):
 
 
 class Reader(threading.Thread):
-    """recv_into(bufsize, flags) once in a thread; the caller waits for it to sleep."""
+    """One recv in a thread, into a new buffer of `bufs` bytes or into the buffers `bufs`
+    (recvmsg_into when there are several); the caller waits for it to sleep."""
 
-    def __init__(self, sock, bufsize, flags=0, buf=None):
+    def __init__(self, sock, bufs, flags=0):
         super().__init__(daemon=True)
         self.sock, self.flags = sock, flags
-        self.buf = buf if buf is not None else bytearray(bufsize)
+        self.bufs = [bytearray(bufs)] if isinstance(bufs, int) else bufs
         self.n, self.err, self.tid = None, None, None
         self.started_evt = threading.Event()
 
@@ -127,7 +129,10 @@ class Reader(threading.Thread):
         self.tid = threading.get_native_id()
         self.started_evt.set()
         try:
-            self.n = self.sock.recv_into(self.buf, len(self.buf), self.flags)
+            if len(self.bufs) == 1:
+                self.n = self.sock.recv_into(self.bufs[0], len(self.bufs[0]), self.flags)
+            else:
+                self.n = self.sock.recvmsg_into(self.bufs, 0, self.flags)[0]
         except OSError as e:
             self.err = e
 
@@ -140,12 +145,29 @@ class Reader(threading.Thread):
         self.join()
         if self.err:
             raise self.err
-        return bytes(memoryview(self.buf)[: self.n])
+        return b"".join(bytes(b) for b in self.bufs)[: self.n]
 
 
-def case_partial(scictl):
+def primed_pair():
+    """A connected pair (client, accepted) whose writer's sends are large already."""
     cli, acc = pair()
     prime(cli, acc)
+    return cli, acc
+
+
+@contextlib.contextmanager
+def sending(w, data):
+    """`data` sent from `w` in a thread while the block receives it (the ring alone
+    cannot hold it); the send has ended when the block has."""
+    t = threading.Thread(target=w.sendall, args=(data,))
+    t.start()
+    try:
+        yield
+    finally:
+        t.join()
+
+
+def case_partial(scictl, cli, acc):
     r = Reader(acc, 1 << 20)
     r.start_and_sleep()
     before = direct_received(scictl)
@@ -158,24 +180,18 @@ def case_partial(scictl):
     r = Reader(acc, 1 << 20)
     r.start_and_sleep()
     big = pattern(2, 3 << 20)
-    t = threading.Thread(target=cli.sendall, args=(big,))
-    t.start()
-    first = r.data()
-    rest = recv_exact(acc, len(big) - len(first))
-    t.join()
+    with sending(cli, big):
+        first = r.data()
+        rest = recv_exact(acc, len(big) - len(first))
     expect(first + rest == big and len(first) == 1 << 20,
            "3 MiB sent into a waiting 1 MiB buffer: it gets the first MiB, the ring the rest")
-    cli.close()
-    acc.close()
 
 
 class Interrupted(Exception):
     pass
 
 
-def case_signal(scictl):
-    cli, acc = pair()
-    prime(cli, acc)
+def case_signal(scictl, cli, acc):
     main_tid = threading.get_native_id()
 
     def on_usr1(signum, frame):
@@ -200,18 +216,12 @@ def case_signal(scictl):
     signal.signal(signal.SIGUSR1, old)
     expect(direct_received(scictl) == before, "a signal ends a posted wait with nothing filled")
     data = pattern(3, 300 * 1024)
-    t = threading.Thread(target=cli.sendall, args=(data,))
-    t.start()
-    got = recv_exact(acc, len(data))
-    t.join()
+    with sending(cli, data):
+        got = recv_exact(acc, len(data))
     expect(got == data, "the bytes sent after the interrupted wait all arrive, in order")
-    cli.close()
-    acc.close()
 
 
-def case_timeout(scictl):
-    cli, acc = pair()
-    prime(cli, acc)
+def case_timeout(scictl, cli, acc):
     acc.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 200000))
     r = Reader(acc, 1 << 20)
     r.start()
@@ -226,13 +236,9 @@ def case_timeout(scictl):
     got = r.data()
     expect(got == data and direct_received(scictl) - before == len(data),
            "after the timeout the next wait is filled directly, exactly with what was sent")
-    cli.close()
-    acc.close()
 
 
-def case_peek(scictl):
-    cli, acc = pair()
-    prime(cli, acc)
+def case_peek(scictl, cli, acc):
     r = Reader(acc, 1 << 20, socket.MSG_PEEK)
     r.start_and_sleep()
     before = direct_received(scictl)
@@ -242,13 +248,9 @@ def case_peek(scictl):
     expect(data.startswith(peeked) and len(peeked) > 0, "MSG_PEEK sees the start of what was sent")
     expect(recv_exact(acc, len(data)) == data, "and the bytes are still there to read")
     expect(direct_received(scictl) == before, "MSG_PEEK never takes the direct path")
-    cli.close()
-    acc.close()
 
 
-def case_waitall(scictl):
-    cli, acc = pair()
-    prime(cli, acc)
+def case_waitall(scictl, cli, acc):
     total = 2 << 20
     r = Reader(acc, total, socket.MSG_WAITALL)
     r.start_and_sleep()
@@ -261,13 +263,9 @@ def case_waitall(scictl):
         pos += n
     got = r.data()
     expect(got == data, "MSG_WAITALL of 2 MiB from sends large and small: every byte, in order")
-    cli.close()
-    acc.close()
 
 
-def case_small(scictl):
-    cli, acc = pair()
-    prime(cli, acc)
+def case_small(scictl, cli, acc):
     before = direct_received(scictl)
     for i in range(50):
         cli.sendall(b"14 bytes, no.%02d"[:14])
@@ -278,8 +276,6 @@ def case_small(scictl):
         recv_exact(cli, 14)
     expect(direct_received(scictl) == before,
            "14 B messages into a 1 MiB buffer keep to the ring (the writer's sends are small)")
-    cli.close()
-    acc.close()
 
 
 def guarded(size, good):
@@ -291,19 +287,15 @@ def guarded(size, good):
     return m
 
 
-def case_faults(scictl):
+def case_faults(scictl, cli, acc):
     # The reader's buffer faults half-way: the writer fills what could be pinned.
-    cli, acc = pair()
-    prime(cli, acc)
     m = guarded(512 * 1024, 256 * 1024)
-    r = Reader(acc, 0, buf=memoryview(m)[: 256 * 1024])
+    r = Reader(acc, [memoryview(m)[: 256 * 1024]])
     r.start_and_sleep()
     data = pattern(7, 400 * 1024)
-    t = threading.Thread(target=cli.sendall, args=(data,))
-    t.start()
-    first = r.data()
-    rest = recv_exact(acc, len(data) - len(first))
-    t.join()
+    with sending(cli, data):
+        first = r.data()
+        rest = recv_exact(acc, len(data) - len(first))
     expect(first + rest == data, "a reader's buffer pinned in part: every byte, in order")
     # A recv into the faulting part itself: EFAULT, as over TCP, and nothing lost (the
     # bytes fit in the ring: nobody reads while they are sent).
@@ -326,37 +318,18 @@ def case_faults(scictl):
     expect(n == 256 * 1024 and got == pattern(8, 256 * 1024),
            f"a writer that faults half-way sends (and the reader gets) what was readable ({n})")
     expect(direct_received(scictl) - before == n, "filled directly")
-    cli.close()
-    acc.close()
 
 
-def case_readv(scictl):
+def case_readv(scictl, cli, acc):
     """recvmsg into several buffers: only the first is ever posted, if large enough."""
-    cli, acc = pair()
-    prime(cli, acc)
     for first, direct in ((100, False), (1 << 20, True)):
-        bufs = [bytearray(first), bytearray(1 << 20)]
-        out = {}
-
-        def read():
-            out["n"] = acc.recvmsg_into(bufs)[0]
-            out["tid"] = threading.get_native_id()
-
-        tid = {}
-
-        def run():
-            tid["t"] = threading.get_native_id()
-            read()
-
-        t = threading.Thread(target=run)
-        t.start()
-        wait_until(lambda: "t" in tid and asleep_in_recv(tid["t"]), "the reader to sleep in recvmsg")
+        r = Reader(acc, [bytearray(first), bytearray(1 << 20)])
+        r.start_and_sleep()
         before = direct_received(scictl)
         data = pattern(9, 300 * 1024)
         cli.sendall(data)
-        t.join()
-        n = out["n"]
-        got = (bytes(bufs[0]) + bytes(bufs[1]))[:n]
+        got = r.data()
+        n = len(got)
         moved = direct_received(scictl) - before
         expect(got == data[:n] and n > 0,
                f"recvmsg into {first} B + 1 MiB: {n} bytes, in order")
@@ -364,15 +337,16 @@ def case_readv(scictl):
                f"a first buffer of {first} B is {'' if direct else 'not '}filled directly ({moved})")
         rest = recv_exact(acc, len(data) - n)
         expect(got + rest == data, "and the rest follows")
-    cli.close()
-    acc.close()
 
 
 def semantics(scictl):
     for case in (case_partial, case_signal, case_timeout, case_peek, case_waitall,
                  case_small, case_faults, case_readv):
         print(f"# {case.__name__}", flush=True)
-        case(scictl)
+        cli, acc = primed_pair()
+        case(scictl, cli, acc)
+        cli.close()
+        acc.close()
 
 
 def stream(scictl, seed):
@@ -444,8 +418,7 @@ def kill(scictl, seed):
     print(f"seed {seed}", flush=True)
     rnd = random.Random(seed)
     for round_ in range(12):
-        cli, acc = pair()
-        prime(cli, acc)
+        cli, acc = primed_pair()
         rfd, wfd = os.pipe()
         pid = os.fork()
         if pid == 0:
