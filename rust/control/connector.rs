@@ -5,7 +5,7 @@
 //! A non-blocking `connect()` that takes the SCI path mails its connect request and
 //! returns `EINPROGRESS` at once, as TCP does after sending its SYN. The socket is handed
 //! to this thread, which finishes the connect in the background: when the listener's
-//! answer arrives (the listener kthread kicks it) the socket becomes connected and
+//! answer arrives (whoever serves it kicks the thread) the socket becomes connected and
 //! writable; on a reject or when the answer does not come in time it starts the native
 //! TCP connect in the socket's place, so the program sees one connect either way.
 //!
@@ -16,6 +16,7 @@
 use super::Plane;
 use crate::sys::kthread;
 use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
@@ -45,6 +46,9 @@ pub(crate) struct Connector {
     kicked: SpinLockBh<bool>,
     #[pin]
     kick: CondVar,
+    /// Sockets submitted and not finished yet: an answer kicks the thread only when
+    /// one may be waiting for it (a blocking connect takes its own).
+    connects: AtomicUsize,
 }
 
 impl Connector {
@@ -54,6 +58,7 @@ impl Connector {
             inbox <- kernel::new_mutex!(KVec::new(), "Connector::inbox"),
             kicked <- new_spinlock_bh!(false, "Connector::kicked"),
             kick <- kernel::new_condvar!("Connector::kick"),
+            connects: AtomicUsize::new(0),
         })
     }
 
@@ -61,6 +66,7 @@ impl Connector {
     /// caller finishes the connect itself.
     pub(crate) fn submit(&self, sk: Arc<dyn PendingConnect>) -> Result {
         self.inbox.lock().push(sk, GFP_KERNEL)?;
+        self.connects.fetch_add(1, Ordering::AcqRel);
         self.kick();
         Ok(())
     }
@@ -70,6 +76,15 @@ impl Connector {
     pub(crate) fn kick(&self) {
         *self.kicked.lock() = true;
         self.kick.notify_one();
+    }
+
+    /// A connect answer (accept or reject) arrived: kicks the thread if a non-blocking
+    /// connect is pending. One submitted after this look kicks the thread itself, which
+    /// then sees the answer.
+    pub(crate) fn answer_arrived(&self) {
+        if self.connects.load(Ordering::Acquire) != 0 {
+            self.kick();
+        }
     }
 
     /// Waits (up to a tick) until a socket is submitted or kicked, and takes the newly
@@ -112,6 +127,7 @@ impl Connector {
                 } else {
                     // No memory to track it: finish it now (the native connect).
                     sk.step(true);
+                    self.connects.fetch_sub(1, Ordering::AcqRel);
                 }
             }
             // Finished (or closed) sockets are dropped here, in process context, outside
@@ -120,6 +136,7 @@ impl Connector {
                 let done = slot.as_ref().is_some_and(|sk| sk.step(false));
                 if done {
                     *slot = None;
+                    self.connects.fetch_sub(1, Ordering::AcqRel);
                 }
             }
         }

@@ -21,7 +21,8 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 impl Plane<'_> {
-    /// Serves one inbound control frame (listener kthread).
+    /// Serves one inbound control frame (listener kthread; a frame from this node, in the
+    /// context that sent it: [`Plane::send_control`]).
     pub(super) fn handle(&self, from: NodeId, bytes: &[u8; FRAME_SIZE]) {
         let Ok(frame) = Frame::decode_bytes(bytes) else {
             return;
@@ -47,7 +48,7 @@ impl Plane<'_> {
                             conn.refuse();
                             self.abandon_peer_end(from, &frame);
                         }
-                        self.table.connector.kick();
+                        self.table.connector.answer_arrived();
                     }
                     // The connect gave up first (timeout, signal, close) or moved on: the
                     // listener's end, maybe queued for accept() already, must not wait
@@ -68,7 +69,7 @@ impl Plane<'_> {
                             _ => RejectReason::Policy,
                         };
                         conn.rejected(why);
-                        self.table.connector.kick();
+                        self.table.connector.answer_arrived();
                     }
                 }
             }
@@ -142,16 +143,14 @@ impl Plane<'_> {
     /// it is reset (`ECONNRESET` after `accept()`, as a TCP client's RST would do).
     fn abandon_peer_end(&self, from: NodeId, frame: &Frame) {
         let close = Frame::close(frame.dst, frame.src, CloseReason::Abandoned);
-        let _ = self.fabric.send_control(from, &close.encode_bytes());
+        let _ = self.send_control(from, &close.encode_bytes());
     }
     fn reject(&self, from: NodeId, request: &Frame, reason: RejectReason) {
         let src = ConnId {
             slot: 0,
             generation: 0,
         };
-        let _ = self
-            .fabric()
-            .send_control(from, &Frame::reject(request, src, reason).encode_bytes());
+        let _ = self.send_control(from, &Frame::reject(request, src, reason).encode_bytes());
     }
     fn serve_request(&self, from: NodeId, request: &Frame) {
         let (Some(src_ip), Some(dst_ip)) = (
@@ -246,7 +245,7 @@ impl Plane<'_> {
         if crate::sys::params::drop_answer_for_test() {
             return;
         }
-        let _ = self.fabric.send_control(from, &accept);
+        let _ = self.send_control(from, &accept);
     }
 }
 

@@ -10,7 +10,9 @@
 //! then mails a connect request; the listener kthread of the target node finds the
 //! listening socket by address, port and namespace, sets up the server end, answers with
 //! an accept carrying its queue offer and queues the connection for `accept()`; the
-//! connector's node routes the answer to the waiting slot ([`handshake`]). No listener, a
+//! connector's node routes the answer to the waiting slot ([`handshake`]). Within this node
+//! the connecting caller serves the request and its answer itself
+//! ([`Plane::send_control`]). No listener, a
 //! full backlog or a bad offer is a reject, and the socket falls back to its native TCP
 //! connect.
 //!
@@ -38,11 +40,11 @@ pub(crate) use refusals::Destination;
 use crate::conn::addr::{Addr, ListenAddr};
 use crate::conn::{Conn, Release, MAX_CONNS, RING_LOG2};
 use crate::fabric::{Fabric, FabricEvents, NodeId};
-use crate::proto::frame::ConnId;
+use crate::proto::frame::{ConnId, FRAME_SIZE};
 use crate::proto::queue::{connect_start, QueueParams};
 use crate::proto::ring::RingGeometry;
 use crate::sys::kthread::{self, SharedMain, SharedThread};
-use crate::sys::params::{refusal_ms, FabricParams};
+use crate::sys::params::{hold_frames_for_test, refusal_ms, FabricParams};
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -171,6 +173,11 @@ impl ControlPlane {
             .remember(what, now, refusal_ms());
     }
 
+    /// See [`Plane::send_control`].
+    pub(crate) fn send_control(&self, node: NodeId, frame: &[u8; FRAME_SIZE]) -> Result {
+        self.plane().send_control(node, frame)
+    }
+
     /// Hands a socket with a pending SCI connect to the connector kthread. On `Err` (no
     /// memory) the caller finishes the connect itself.
     pub(crate) fn submit_connect(&self, pending: Arc<dyn PendingConnect>) -> Result {
@@ -218,6 +225,21 @@ impl Plane<'_> {
     /// The fabric this node is on.
     pub(crate) fn fabric(&self) -> &dyn Fabric {
         self.fabric
+    }
+
+    /// Sends a control frame to `node`. A frame to this node is served at once, in the
+    /// caller, as the listener kthread would serve it: a connect within this node is then
+    /// requested, accepted and answered before `send_control` returns, with no switch to
+    /// that thread and back (two wake-ups per connection). The frames a served frame
+    /// sends are served the same way, so the depth is bounded by the handshake's (request,
+    /// answer, close of an abandoned end). While a test holds the inbox
+    /// (`test_hold_frames`) they queue behind what it holds.
+    pub(crate) fn send_control(&self, node: NodeId, frame: &[u8; FRAME_SIZE]) -> Result {
+        if node == self.fabric.local_node() && !hold_frames_for_test() {
+            self.handle(node, frame);
+            return Ok(());
+        }
+        self.fabric.send_control(node, frame)
     }
 
     /// Whether `conn`'s peer end is on this node.

@@ -8,7 +8,8 @@
 //! non-blocking connect mails the request and returns `EINPROGRESS`, as TCP does after its
 //! SYN; the connector kthread (`control/connector.rs`) finishes it. Either way, a reject or a
 //! timeout falls back to the native TCP connect from the same bound address, so the
-//! program sees a single connect.
+//! program sees a single connect. Within this node the listener's answer comes before the
+//! request's mailing returns (`Plane::send_control`), so neither kind of connect waits.
 
 use super::*;
 use crate::config::host::route_source;
@@ -122,6 +123,8 @@ impl SciSock {
             Decision::Native(reason) => Err(reason),
         };
         let settled = match started {
+            // Within this node the answer came with the request: settle here.
+            Ok(conn) if conn.phase() != Phase::Connecting => self.settle(own, conn),
             Ok(conn) if nonblock => match self.hand_to_connector(own, addr, conn, hold) {
                 Ok(()) => return Path::Pending,
                 // The connector cannot take it: finish here.
@@ -249,7 +252,7 @@ impl SciSock {
             conn.offer(),
         )
         .encode_bytes();
-        if plane.fabric().send_control(node, &request).is_err() {
+        if plane.send_control(node, &request).is_err() {
             self.abandon(&conn);
             return Err(FallbackReason::NoFabric);
         }
