@@ -151,7 +151,7 @@ enum Backing {
     /// Kernel memory this segment owns.
     Kernel { _buf: VVec<u64> },
     /// Kernel memory from a pool (the loopback fabric's), back to it when the segment
-    /// goes, zeroed as far as it was written (`seg_pool.rs`).
+    /// goes, the chunks it was written in zeroed (`seg_pool.rs`).
     Pooled { buf: PooledBuf },
     /// A piece of a device mapping, kept mapped; `owner` goes with the segment.
     Device {
@@ -228,11 +228,11 @@ impl SegMem {
         self.base().cast_const()
     }
 
-    /// Records that the bytes up to offset `end` may have been written, for a pooled
+    /// Records that the `len` bytes at offset `off` may have been written, for a pooled
     /// segment's zeroing when it goes.
-    fn wrote(&self, end: usize) {
+    fn wrote(&self, off: usize, len: usize) {
         if let Backing::Pooled { buf } = &self.backing {
-            buf.wrote(end);
+            buf.wrote(off, len);
         }
     }
 
@@ -382,7 +382,7 @@ impl SegMem {
         }
         match self.span_ptr(span) {
             Some(p) => {
-                self.wrote(span.off + span.len);
+                self.wrote(span.off, span.len);
                 // SAFETY: the span lies inside the segment; `iter` is the caller's live
                 // iterator; a peer may write the same bytes concurrently, which only
                 // garbles data it owns.
@@ -478,7 +478,7 @@ impl Segment for SegMem {
 
     fn store_u64(&self, off: usize, v: u64) {
         if let Some(p) = self.word_ptr(off, 8) {
-            self.wrote(off + 8);
+            self.wrote(off, 8);
             // SAFETY: as in `load_u64`.
             unsafe { AtomicU64::from_ptr(p.cast()) }.store(v, Ordering::Release);
         }
@@ -494,7 +494,7 @@ impl Segment for SegMem {
 
     fn store_u32(&self, off: usize, v: u32) {
         if let Some(p) = self.word_ptr(off, 4) {
-            self.wrote(off + 4);
+            self.wrote(off, 4);
             // SAFETY: as in `load_u32`.
             unsafe { AtomicU32::from_ptr(p.cast()) }.store(v, Ordering::Release);
         }
