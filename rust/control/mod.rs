@@ -12,9 +12,8 @@
 //! an accept carrying its queue offer and queues the connection for `accept()`; the
 //! connector's node routes the answer to the waiting slot ([`handshake`]). Within this node
 //! the connecting caller serves the request and its answer itself
-//! ([`Plane::send_control`]). No listener, a
-//! full backlog or a bad offer is a reject, and the socket falls back to its native TCP
-//! connect.
+//! ([`Plane::send_control`]). No listener, a full backlog or a bad offer is a reject, and
+//! the socket falls back to its native TCP connect.
 //!
 //! Ownership: the plane owns the fabric, the [`Table`] and the threads. The fabric
 //! delivers its events to the table; the threads hold the table and the fabric; what

@@ -10,8 +10,8 @@
 //! chunk is a page, or a 128th of a larger buffer), so a reused buffer is as zeroed as a
 //! new one, and a short connection costs a page or two of zeroing instead of the whole
 //! ring (its bytes start anywhere in the ring, so "as far as the highest offset written"
-//! was most of it). A buffer whose pages were lent to a kernel
-//! reader (`read_sock`, which may keep them past the connection) is freed, not reused.
+//! was most of it). A buffer whose pages were lent to a kernel reader (`read_sock`, which
+//! may keep them past the connection) is freed, not reused.
 //!
 //! The pool holds at most `POOL_MAX` buffers (about 4 MiB), freed with the fabric.
 
