@@ -31,6 +31,8 @@ Tests (--tests, default all):
   rr           64 B request, 1 KiB response, one outstanding (transactions/s)
   crr          connect + one 14 B exchange + close (connections/s)
   multi        N concurrent 64 B ping-pong streams (aggregate transactions/s)
+  hotspot      N clients doing 64 B ping-pong against one server thread (an epoll
+               loop): AZ-SDP's hot-spot test (aggregate transactions/s)
 
 See sci-bench(1).";
 
@@ -75,14 +77,16 @@ pub enum TestKind {
     Rr,
     Crr,
     Multi,
+    HotSpot,
 }
 
-const ALL_TESTS: [(TestKind, &str); 5] = [
+const ALL_TESTS: [(TestKind, &str); 6] = [
     (TestKind::PingPong, "pingpong"),
     (TestKind::Stream, "stream"),
     (TestKind::Rr, "rr"),
     (TestKind::Crr, "crr"),
     (TestKind::Multi, "multi"),
+    (TestKind::HotSpot, "hotspot"),
 ];
 
 /// `--pin`.
@@ -213,7 +217,7 @@ struct RunArgs {
     /// Seconds per repetition [default: 0.5 quick, 1 full].
     #[arg(long, value_name = "S", value_parser = seconds)]
     time: Option<Duration>,
-    /// Stream counts of 'multi' [default: 4; full 2,4,8].
+    /// Stream counts of 'multi', client counts of 'hotspot' [default: 4; full 2,4,8].
     #[arg(long, value_name = "LIST", value_parser = streams)]
     streams: Option<Listed<usize>>,
     /// Where single-connection tests run client and server: 'one' (both threads on the
@@ -431,6 +435,11 @@ impl RunOpts {
                         .iter()
                         .map(|&streams| Test::Multi { streams, size: 64 }),
                 ),
+                TestKind::HotSpot => out.extend(
+                    self.streams
+                        .iter()
+                        .map(|&clients| Test::HotSpot { clients, size: 64 }),
+                ),
             }
         }
         out
@@ -463,10 +472,17 @@ mod tests {
         assert_eq!(o.pin, Pin::One);
         assert!(!o.full && !o.strict && !o.smc_setup);
         let m = o.measurements();
-        assert_eq!(m.len(), 5 + 3 + 1 + 1 + 1);
+        assert_eq!(m.len(), 5 + 3 + 1 + 1 + 1 + 1);
         assert_eq!(m[0], Test::PingPong { size: 1 });
         assert_eq!(m[7], Test::Stream { size: 1 << 20 });
         assert!(m.contains(&Test::Crr { size: 14 }));
+        assert_eq!(
+            m.last(),
+            Some(&Test::HotSpot {
+                clients: 4,
+                size: 64
+            })
+        );
     }
 
     #[test]
@@ -474,7 +490,7 @@ mod tests {
         let o = run("--full");
         assert_eq!(o.time, Duration::from_secs(1));
         assert_eq!(o.streams, [2, 4, 8]);
-        assert_eq!(o.measurements().len(), 8 + 5 + 1 + 1 + 3);
+        assert_eq!(o.measurements().len(), 8 + 5 + 1 + 1 + 3 + 3);
         // An explicit --time wins.
         assert_eq!(run("--full --time 0.1").time, Duration::from_millis(100));
     }

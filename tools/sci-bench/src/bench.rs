@@ -6,7 +6,7 @@
 use crate::remote;
 use crate::smc;
 use crate::stats;
-use crate::sys::{self, Endpoint, Sock};
+use crate::sys::{self, Endpoint, Poller, Sock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -55,6 +55,9 @@ pub enum Test {
     Crr { size: usize },
     /// `streams` concurrent ping-pong connections of `size` bytes; aggregate trans/s.
     Multi { streams: usize, size: usize },
+    /// AZ-SDP's hot-spot test: `clients` ping-pong connections of `size` bytes at once,
+    /// all served by one server thread (an epoll loop); aggregate trans/s.
+    HotSpot { clients: usize, size: usize },
 }
 
 /// Which way a metric is better.
@@ -94,6 +97,9 @@ impl Test {
             Test::Multi { streams, size } => {
                 format!("{streams} streams ping-pong {}", fmt_size(*size))
             }
+            Test::HotSpot { clients, size } => {
+                format!("hot-spot {clients} clients {}", fmt_size(*size))
+            }
         }
     }
 
@@ -105,7 +111,9 @@ impl Test {
                 m("p99", "us", Better::Lower),
             ],
             Test::Stream { .. } => vec![m("", "MB/s", Better::Higher)],
-            Test::Rr { .. } | Test::Multi { .. } => vec![m("", "trans/s", Better::Higher)],
+            Test::Rr { .. } | Test::Multi { .. } | Test::HotSpot { .. } => {
+                vec![m("", "trans/s", Better::Higher)]
+            }
             Test::Crr { .. } => vec![m("", "conn/s", Better::Higher)],
         }
     }
@@ -574,6 +582,95 @@ fn multi(
     })
 }
 
+/// AZ-SDP's hot-spot test: `clients` connections doing `size`-byte ping-pong at once
+/// against one server thread, which serves them all from one epoll loop (as an event-driven
+/// server does), so the server is the hot spot: aggregate transactions per second.
+fn hotspot(
+    net: Net,
+    sci_af: Option<i32>,
+    clients: usize,
+    size: usize,
+    dur: Duration,
+) -> io::Result<Sample> {
+    let (l, ep) = listen(net, clients as i32 + 8)?;
+    let (tx, rx) = mpsc::channel();
+    let srv = thread::spawn(move || -> io::Result<()> {
+        let mut conns = Vec::new();
+        for _ in 0..clients {
+            conns.push(accept_checked(&l, net, sci_af, &tx)?);
+        }
+        drop(l);
+        serve_hot(conns, size)
+    });
+    let mut socks = Vec::new();
+    let mut checks = Vec::new();
+    for _ in 0..clients {
+        let c = connect(net, &ep)?;
+        c.set_timeouts(IO_TIMEOUT)?;
+        checks.push(check(&c, net, sci_af)?);
+        checks.push(recv_check(&rx)?);
+        socks.push(c);
+    }
+    let mut observed = Observed::default();
+    for k in &checks {
+        observed.add(k);
+    }
+    observed.add_smc(&checks)?;
+    // The clients close their sockets when they are done; the server then ends.
+    let rate = concurrent_rate(socks, size, dur);
+    join(srv)?;
+    Ok(Sample {
+        values: vec![rate?],
+        observed,
+    })
+}
+
+/// The hot-spot server: answers every `size`-byte request on any of `conns` with `size`
+/// bytes, from one thread, until every client closed. A connection silent for
+/// [`IO_TIMEOUT`] while others wait ends it with an error.
+pub(crate) fn serve_hot(conns: Vec<Sock>, size: usize) -> io::Result<()> {
+    let poller = Poller::new()?;
+    for (i, c) in conns.iter().enumerate() {
+        poller.add(c, i as u64)?;
+    }
+    let mut got = vec![0usize; conns.len()];
+    let mut open = conns.len();
+    let mut rbuf = vec![0u8; size];
+    let wbuf = vec![0x5au8; size];
+    let mut ready = Vec::new();
+    while open > 0 {
+        poller.wait(&mut ready, IO_TIMEOUT)?;
+        if ready.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "hot-spot server: no client sent anything in time",
+            ));
+        }
+        for &i in &ready {
+            let (c, have) = (&conns[i as usize], &mut got[i as usize]);
+            // Level-triggered: what is there now (at least one byte, or the end).
+            let n = c.recv_some(&mut rbuf[*have..])?;
+            if n == 0 {
+                if *have != 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("hot-spot server: a client left after {have} of {size} bytes"),
+                    ));
+                }
+                poller.remove(c)?;
+                open -= 1;
+                continue;
+            }
+            *have += n;
+            if *have == size {
+                *have = 0;
+                c.send_all(&wbuf)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Ping-pong of `size` bytes on every client at once for `dur` (each warms up on its own
 /// first, then all start together): transactions per second over all of them.
 pub(crate) fn concurrent_rate(clients: Vec<Sock>, size: usize, dur: Duration) -> io::Result<f64> {
@@ -623,7 +720,7 @@ pub fn run(
     remote: Option<SocketAddrV4>,
 ) -> io::Result<Sample> {
     let _pinned = match (test, pin) {
-        (Test::Multi { .. }, _) | (_, None) => None,
+        (Test::Multi { .. } | Test::HotSpot { .. }, _) | (_, None) => None,
         (_, Some(cpu)) => Some(sys::Pinned::to(cpu)?),
     };
     if let Some(addr) = remote {
@@ -635,6 +732,7 @@ pub fn run(
         Test::Rr { req, resp } => rr(net, sci_af, req, resp, dur),
         Test::Crr { size } => crr(net, sci_af, size, dur),
         Test::Multi { streams, size } => multi(net, sci_af, streams, size, dur),
+        Test::HotSpot { clients, size } => hotspot(net, sci_af, clients, size, dur),
     }
 }
 
@@ -706,6 +804,10 @@ mod tests {
             Test::Crr { size: 14 },
             Test::Multi {
                 streams: 3,
+                size: 64,
+            },
+            Test::HotSpot {
+                clients: 3,
                 size: 64,
             },
         ];

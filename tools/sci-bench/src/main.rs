@@ -163,7 +163,7 @@ fn run(o: &RunOpts) -> io::Result<bool> {
     notes.push(match pin {
         Some(cpu) => format!(
             "single-connection tests: client and server pinned to CPU {cpu} (of {}); the \
-             multi-stream test uses all",
+             multi-stream and hot-spot tests use all",
             allowed.len()
         ),
         None => format!(

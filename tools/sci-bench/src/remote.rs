@@ -16,6 +16,7 @@ use crate::stats;
 use crate::sys::{self, Endpoint, SciInfo, Sock};
 use std::io;
 use std::net::SocketAddrV4;
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,9 @@ enum Role {
     /// Reads one `req`-byte message, answers with its check and `resp` bytes in one write,
     /// then waits for the client to close.
     Once = 3,
+    /// One of `resp` connections of a hot-spot test: once all of them are there, one
+    /// thread answers every `req`-byte message on any of them with `req` bytes.
+    Hot = 4,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +68,7 @@ impl Hello {
             1 => Role::Echo,
             2 => Role::Sink,
             3 => Role::Once,
+            4 => Role::Hot,
             r => return Err(bad(format!("unknown role {r} in the hello"))),
         };
         let (req, resp) = (u(8), u(12));
@@ -150,6 +155,11 @@ pub fn serve(listen: SocketAddrV4, family: Family) -> io::Result<()> {
     }
 }
 
+/// Hot-spot connections waiting for the rest of their group (`Role::Hot`), and when the
+/// first came. A group still incomplete after [`IO_TIMEOUT`] (its client failed) is
+/// dropped when the next connection comes.
+static HOT: Mutex<Option<(Instant, Vec<Sock>)>> = Mutex::new(None);
+
 fn handle(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<()> {
     s.set_nodelay()?;
     s.set_timeouts(IO_TIMEOUT)?;
@@ -190,6 +200,23 @@ fn handle(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<()> {
             let mut rest = [0u8; 64];
             while s.recv_some(&mut rest)? > 0 {}
             Ok(())
+        }
+        Role::Hot => {
+            s.send_all(&check)?;
+            let s = s.try_clone()?;
+            let group = {
+                let mut g = HOT.lock().unwrap_or_else(|e| e.into_inner());
+                if g.as_ref().is_some_and(|(t0, _)| t0.elapsed() > IO_TIMEOUT) {
+                    *g = None;
+                }
+                let (_, socks) = g.get_or_insert_with(|| (Instant::now(), Vec::new()));
+                socks.push(s);
+                if socks.len() < resp {
+                    return Ok(());
+                }
+                g.take().map(|(_, socks)| socks).unwrap_or_default()
+            };
+            bench::serve_hot(group, req)
         }
     }
 }
@@ -376,6 +403,34 @@ fn multi(
     })
 }
 
+/// The hot-spot test against the server: `clients` connections of one group, served
+/// there by one thread.
+fn hotspot(
+    net: Net,
+    sci_af: Option<i32>,
+    addr: SocketAddrV4,
+    clients: usize,
+    size: usize,
+    dur: Duration,
+) -> io::Result<Sample> {
+    let hello = Hello {
+        role: Role::Hot,
+        req: size32(size)?,
+        resp: size32(clients)?,
+    };
+    let mut socks = Vec::new();
+    let mut checks = Vec::new();
+    for _ in 0..clients {
+        let (c, k) = open(net, sci_af, addr, hello)?;
+        checks.extend(k);
+        socks.push(c);
+    }
+    Ok(Sample {
+        values: vec![bench::concurrent_rate(socks, size, dur)?],
+        observed: observed(&checks),
+    })
+}
+
 /// Runs `test` once against the server at `addr` (see [`bench::run`]).
 pub fn run(
     net: Net,
@@ -391,6 +446,7 @@ pub fn run(
         Test::Rr { req, resp } => rr(net, sci_af, addr, req, resp, dur),
         Test::Crr { size } => crr(net, sci_af, addr, size, dur),
         Test::Multi { streams, size } => multi(net, sci_af, addr, streams, size, dur),
+        Test::HotSpot { clients, size } => hotspot(net, sci_af, addr, clients, size, dur),
     }
 }
 
@@ -459,6 +515,10 @@ mod tests {
             bench::Test::Crr { size: 14 },
             bench::Test::Multi {
                 streams: 3,
+                size: 64,
+            },
+            bench::Test::HotSpot {
+                clients: 3,
                 size: 64,
             },
         ];

@@ -163,6 +163,14 @@ impl Sock {
         Sock { fd }
     }
 
+    /// Another descriptor of the same socket (`dup`): the socket stays open until both
+    /// are dropped.
+    pub fn try_clone(&self) -> io::Result<Sock> {
+        Ok(Sock {
+            fd: self.fd.try_clone()?,
+        })
+    }
+
     /// `socket(domain, SOCK_STREAM | SOCK_CLOEXEC, protocol)`.
     pub fn new(domain: i32, protocol: i32) -> io::Result<Sock> {
         let ty = libc::SOCK_STREAM | libc::SOCK_CLOEXEC;
@@ -411,6 +419,78 @@ impl Sock {
     pub fn shutdown_write(&self) -> io::Result<()> {
         // SAFETY: shutdown() takes no pointers.
         cvt(unsafe { libc::shutdown(self.raw(), libc::SHUT_WR) })?;
+        Ok(())
+    }
+}
+
+/// An epoll instance (level-triggered, input only): the event loop of the hot-spot
+/// server, which serves every connection from one thread.
+pub struct Poller {
+    fd: OwnedFd,
+}
+
+impl Poller {
+    pub fn new() -> io::Result<Poller> {
+        // SAFETY: epoll_create1() takes no pointers.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: a descriptor the kernel has just created for this call, owned by nothing
+        // else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Poller { fd })
+    }
+
+    /// Watches `sock` for input (and its end), reported as `token`.
+    pub fn add(&self, sock: &Sock, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+            u64: token,
+        };
+        // SAFETY: ev is a live epoll_event; epoll_ctl() copies it.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                sock.raw(),
+                &mut ev,
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Stops watching `sock`.
+    pub fn remove(&self, sock: &Sock) -> io::Result<()> {
+        // SAFETY: a null event is allowed for EPOLL_CTL_DEL.
+        cvt(unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                sock.raw(),
+                std::ptr::null_mut(),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for watched sockets with input; their tokens go into `ready`
+    /// (empty after a timeout).
+    pub fn wait(&self, ready: &mut Vec<u64>, timeout: Duration) -> io::Result<()> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        ready.clear();
+        let n = loop {
+            // SAFETY: evs is a live array of evs.len() events that epoll_wait() fills.
+            let n = unsafe {
+                libc::epoll_wait(self.fd.as_raw_fd(), evs.as_mut_ptr(), evs.len() as i32, ms)
+            };
+            if n >= 0 {
+                break n as usize;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        };
+        ready.extend(evs[..n].iter().map(|e| e.u64));
         Ok(())
     }
 }
