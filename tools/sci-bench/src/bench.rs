@@ -546,39 +546,15 @@ fn multi(
     size: usize,
     dur: Duration,
 ) -> io::Result<Sample> {
-    let (l, ep) = listen(net, streams as i32 + 8)?;
-    let (tx, rx) = mpsc::channel();
-    let srv = thread::spawn(move || -> io::Result<()> {
-        let mut handlers = Vec::new();
-        for _ in 0..streams {
-            let s = accept_checked(&l, net, sci_af, &tx)?;
-            handlers.push(thread::spawn(move || echo(&s, size, size)));
-        }
-        drop(l);
+    concurrent(net, sci_af, streams, size, dur, move |conns| {
+        let handlers: Vec<_> = conns
+            .into_iter()
+            .map(|s| thread::spawn(move || echo(&s, size, size)))
+            .collect();
         for h in handlers {
             join(h)?;
         }
         Ok(())
-    });
-    let mut clients = Vec::new();
-    let mut checks = Vec::new();
-    for _ in 0..streams {
-        let c = connect(net, &ep)?;
-        c.set_timeouts(IO_TIMEOUT)?;
-        checks.push(check(&c, net, sci_af)?);
-        checks.push(recv_check(&rx)?);
-        clients.push(c);
-    }
-    let mut observed = Observed::default();
-    for k in &checks {
-        observed.add(k);
-    }
-    observed.add_smc(&checks)?;
-    let rate = concurrent_rate(clients, size, dur)?;
-    join(srv)?;
-    Ok(Sample {
-        values: vec![rate],
-        observed,
     })
 }
 
@@ -592,19 +568,34 @@ fn hotspot(
     size: usize,
     dur: Duration,
 ) -> io::Result<Sample> {
-    let (l, ep) = listen(net, clients as i32 + 8)?;
+    concurrent(net, sci_af, clients, size, dur, move |conns| {
+        serve_hot(conns, size)
+    })
+}
+
+/// `n` connections to a fresh listener doing `size`-byte ping-pong at once; a server
+/// thread accepts them all and hands the accepted ends to `serve`.
+fn concurrent(
+    net: Net,
+    sci_af: Option<i32>,
+    n: usize,
+    size: usize,
+    dur: Duration,
+    serve: impl FnOnce(Vec<Sock>) -> io::Result<()> + Send + 'static,
+) -> io::Result<Sample> {
+    let (l, ep) = listen(net, n as i32 + 8)?;
     let (tx, rx) = mpsc::channel();
     let srv = thread::spawn(move || -> io::Result<()> {
         let mut conns = Vec::new();
-        for _ in 0..clients {
+        for _ in 0..n {
             conns.push(accept_checked(&l, net, sci_af, &tx)?);
         }
         drop(l);
-        serve_hot(conns, size)
+        serve(conns)
     });
     let mut socks = Vec::new();
     let mut checks = Vec::new();
-    for _ in 0..clients {
+    for _ in 0..n {
         let c = connect(net, &ep)?;
         c.set_timeouts(IO_TIMEOUT)?;
         checks.push(check(&c, net, sci_af)?);

@@ -382,6 +382,7 @@ fn crr(
     })
 }
 
+/// `streams` connections, each served by its own server thread, doing ping-pong at once.
 fn multi(
     net: Net,
     sci_af: Option<i32>,
@@ -390,17 +391,12 @@ fn multi(
     size: usize,
     dur: Duration,
 ) -> io::Result<Sample> {
-    let mut clients = Vec::new();
-    let mut checks = Vec::new();
-    for _ in 0..streams {
-        let (c, k) = echo_conn(net, sci_af, addr, size, size)?;
-        checks.extend(k);
-        clients.push(c);
-    }
-    Ok(Sample {
-        values: vec![bench::concurrent_rate(clients, size, dur)?],
-        observed: observed(&checks),
-    })
+    let hello = Hello {
+        role: Role::Echo,
+        req: size32(size)?,
+        resp: size32(size)?,
+    };
+    concurrent(net, sci_af, addr, hello, streams, dur)
 }
 
 /// The hot-spot test against the server: `clients` connections of one group, served
@@ -418,15 +414,27 @@ fn hotspot(
         req: size32(size)?,
         resp: size32(clients)?,
     };
+    concurrent(net, sci_af, addr, hello, clients, dur)
+}
+
+/// `n` connections opened with `hello`, then `hello.req`-byte ping-pong on all at once.
+fn concurrent(
+    net: Net,
+    sci_af: Option<i32>,
+    addr: SocketAddrV4,
+    hello: Hello,
+    n: usize,
+    dur: Duration,
+) -> io::Result<Sample> {
     let mut socks = Vec::new();
     let mut checks = Vec::new();
-    for _ in 0..clients {
+    for _ in 0..n {
         let (c, k) = open(net, sci_af, addr, hello)?;
         checks.extend(k);
         socks.push(c);
     }
     Ok(Sample {
-        values: vec![bench::concurrent_rate(socks, size, dur)?],
+        values: vec![bench::concurrent_rate(socks, hello.req as usize, dur)?],
         observed: observed(&checks),
     })
 }
