@@ -330,6 +330,10 @@ impl Endpoint {
         )
         .for_datagrams()
         .encode_bytes();
+        // Through the fabric even to this node (not `Plane::send_control`, which would
+        // serve it here): this runs under the endpoint's `conns` lock, and serving the
+        // request attaches the new end to a bound datagram socket, maybe this one. The
+        // listener kthread serves it, holding no socket's lock.
         if fabric.send_control(node, &request).is_err() {
             end(&plane, &conn);
             stack.plane.remember_refusal(what);

@@ -262,12 +262,16 @@ fn echo_conn(
     req: usize,
     resp: usize,
 ) -> io::Result<(Sock, [SockCheck; 2])> {
-    let hello = Hello {
+    open(net, sci_af, addr, echo_hello(req, resp)?)
+}
+
+/// The hello of a connection the server answers `req` bytes with `resp` bytes on.
+fn echo_hello(req: usize, resp: usize) -> io::Result<Hello> {
+    Ok(Hello {
         role: Role::Echo,
         req: size32(req)?,
         resp: size32(resp)?,
-    };
-    open(net, sci_af, addr, hello)
+    })
 }
 
 fn pingpong(
@@ -391,12 +395,7 @@ fn multi(
     size: usize,
     dur: Duration,
 ) -> io::Result<Sample> {
-    let hello = Hello {
-        role: Role::Echo,
-        req: size32(size)?,
-        resp: size32(size)?,
-    };
-    concurrent(net, sci_af, addr, hello, streams, dur)
+    concurrent(net, sci_af, addr, echo_hello(size, size)?, streams, dur)
 }
 
 /// The hot-spot test against the server: `clients` connections of one group, served
