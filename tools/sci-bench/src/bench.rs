@@ -3,17 +3,17 @@
 //! what every socket really is, and then runs for the given time. In the remote mode
 //! (`crate::remote`) the server is `sci-bench serve` on another machine.
 
+use crate::concurrent;
 use crate::remote;
 use crate::smc;
 use crate::stats;
-use crate::sys::{self, Endpoint, Poller, Sock};
+use crate::sys::{self, Endpoint, Sock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -173,7 +173,7 @@ impl Observed {
     }
 
     /// Looks the AF_SMC sockets among `checks` up in `smc_diag`.
-    fn add_smc(&mut self, checks: &[SockCheck]) -> io::Result<()> {
+    pub(crate) fn add_smc(&mut self, checks: &[SockCheck]) -> io::Result<()> {
         let smc: Vec<&SockCheck> = checks.iter().filter(|c| c.inode != 0).collect();
         if smc.is_empty() {
             return Ok(());
@@ -227,7 +227,7 @@ pub(crate) fn check(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<SockC
 /// Unique abstract AF_UNIX names within the process.
 static UNIX_SEQ: AtomicU64 = AtomicU64::new(0);
 
-fn listen(net: Net, backlog: i32) -> io::Result<(Sock, Endpoint)> {
+pub(crate) fn listen(net: Net, backlog: i32) -> io::Result<(Sock, Endpoint)> {
     let l = net.socket()?;
     let ep = if net.is_inet() {
         l.set_reuseaddr()?;
@@ -261,7 +261,7 @@ pub(crate) fn connect(net: Net, ep: &Endpoint) -> io::Result<Sock> {
 pub(crate) const IO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Accepts one connection and reports its check through `tx`.
-fn accept_checked(
+pub(crate) fn accept_checked(
     l: &Sock,
     net: Net,
     sci_af: Option<i32>,
@@ -301,12 +301,12 @@ fn send_check(
     }
 }
 
-fn recv_check(rx: &mpsc::Receiver<io::Result<SockCheck>>) -> io::Result<SockCheck> {
+pub(crate) fn recv_check(rx: &mpsc::Receiver<io::Result<SockCheck>>) -> io::Result<SockCheck> {
     rx.recv_timeout(IO_TIMEOUT)
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "server did not accept"))?
 }
 
-fn join(h: thread::JoinHandle<io::Result<()>>) -> io::Result<()> {
+pub(crate) fn join(h: thread::JoinHandle<io::Result<()>>) -> io::Result<()> {
     h.join()
         .map_err(|_| io::Error::other("server thread panicked"))?
 }
@@ -539,164 +539,6 @@ fn crr(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Result<
     })
 }
 
-fn multi(
-    net: Net,
-    sci_af: Option<i32>,
-    streams: usize,
-    size: usize,
-    dur: Duration,
-) -> io::Result<Sample> {
-    concurrent(net, sci_af, streams, size, dur, move |conns| {
-        let handlers: Vec<_> = conns
-            .into_iter()
-            .map(|s| thread::spawn(move || echo(&s, size, size)))
-            .collect();
-        for h in handlers {
-            join(h)?;
-        }
-        Ok(())
-    })
-}
-
-/// AZ-SDP's hot-spot test: `clients` connections doing `size`-byte ping-pong at once
-/// against one server thread, which serves them all from one epoll loop (as an event-driven
-/// server does), so the server is the hot spot: aggregate transactions per second.
-fn hotspot(
-    net: Net,
-    sci_af: Option<i32>,
-    clients: usize,
-    size: usize,
-    dur: Duration,
-) -> io::Result<Sample> {
-    concurrent(net, sci_af, clients, size, dur, move |conns| {
-        serve_hot(conns, size)
-    })
-}
-
-/// `n` connections to a fresh listener doing `size`-byte ping-pong at once; a server
-/// thread accepts them all and hands the accepted ends to `serve`.
-fn concurrent(
-    net: Net,
-    sci_af: Option<i32>,
-    n: usize,
-    size: usize,
-    dur: Duration,
-    serve: impl FnOnce(Vec<Sock>) -> io::Result<()> + Send + 'static,
-) -> io::Result<Sample> {
-    let (l, ep) = listen(net, n as i32 + 8)?;
-    let (tx, rx) = mpsc::channel();
-    let srv = thread::spawn(move || -> io::Result<()> {
-        let mut conns = Vec::new();
-        for _ in 0..n {
-            conns.push(accept_checked(&l, net, sci_af, &tx)?);
-        }
-        drop(l);
-        serve(conns)
-    });
-    let mut socks = Vec::new();
-    let mut checks = Vec::new();
-    for _ in 0..n {
-        let c = connect(net, &ep)?;
-        c.set_timeouts(IO_TIMEOUT)?;
-        checks.push(check(&c, net, sci_af)?);
-        checks.push(recv_check(&rx)?);
-        socks.push(c);
-    }
-    let mut observed = Observed::default();
-    for k in &checks {
-        observed.add(k);
-    }
-    observed.add_smc(&checks)?;
-    // The clients close their sockets when they are done; the server then ends.
-    let rate = concurrent_rate(socks, size, dur);
-    join(srv)?;
-    Ok(Sample {
-        values: vec![rate?],
-        observed,
-    })
-}
-
-/// The hot-spot server: answers every `size`-byte request on any of `conns` with `size`
-/// bytes, from one thread, until every client closed. A connection silent for
-/// [`IO_TIMEOUT`] while others wait ends it with an error.
-pub(crate) fn serve_hot(conns: Vec<Sock>, size: usize) -> io::Result<()> {
-    let poller = Poller::new()?;
-    for (i, c) in conns.iter().enumerate() {
-        poller.add(c, i as u64)?;
-    }
-    let mut got = vec![0usize; conns.len()];
-    let mut open = conns.len();
-    let mut rbuf = vec![0u8; size];
-    let wbuf = vec![0x5au8; size];
-    let mut ready = Vec::new();
-    while open > 0 {
-        poller.wait(&mut ready, IO_TIMEOUT)?;
-        if ready.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "hot-spot server: no client sent anything in time",
-            ));
-        }
-        for &i in &ready {
-            let (c, have) = (&conns[i as usize], &mut got[i as usize]);
-            // Level-triggered: what is there now (at least one byte, or the end).
-            let n = c.recv_some(&mut rbuf[*have..])?;
-            if n == 0 {
-                if *have != 0 {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        format!("hot-spot server: a client left after {have} of {size} bytes"),
-                    ));
-                }
-                poller.remove(c)?;
-                open -= 1;
-                continue;
-            }
-            *have += n;
-            if *have == size {
-                *have = 0;
-                c.send_all(&wbuf)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Ping-pong of `size` bytes on every client at once for `dur` (each warms up on its own
-/// first, then all start together): transactions per second over all of them.
-pub(crate) fn concurrent_rate(clients: Vec<Sock>, size: usize, dur: Duration) -> io::Result<f64> {
-    let barrier = Arc::new(Barrier::new(clients.len()));
-    let workers: Vec<_> = clients
-        .into_iter()
-        .map(|c| {
-            let barrier = barrier.clone();
-            thread::spawn(move || -> io::Result<(u64, Duration)> {
-                transact(&c, size, size, Duration::ZERO, dur / 10, false)?;
-                barrier.wait();
-                let (n, elapsed, _) = transact(&c, size, size, Duration::ZERO, dur, false)?;
-                Ok((n, elapsed))
-            })
-        })
-        .collect();
-    let mut total = 0u64;
-    let mut longest = Duration::ZERO;
-    let mut first_err = None;
-    for w in workers {
-        match w.join() {
-            Ok(Ok((n, elapsed))) => {
-                total += n;
-                longest = longest.max(elapsed);
-            }
-            Ok(Err(e)) => first_err = first_err.or(Some(e)),
-            Err(_) => first_err = first_err.or(Some(io::Error::other("client panicked"))),
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(total as f64 / longest.as_secs_f64()),
-    }
-}
-
 /// Runs `test` once on `net` for `dur`. `sci_af` is the loaded AF_SCI family number (used
 /// to recognise AF_SCI sockets, whatever family was asked for). With `pin`, a
 /// single-connection test runs client and server on that one CPU (the server thread
@@ -722,8 +564,8 @@ pub fn run(
         Test::Stream { size } => stream(net, sci_af, size, dur),
         Test::Rr { req, resp } => rr(net, sci_af, req, resp, dur),
         Test::Crr { size } => crr(net, sci_af, size, dur),
-        Test::Multi { streams, size } => multi(net, sci_af, streams, size, dur),
-        Test::HotSpot { clients, size } => hotspot(net, sci_af, clients, size, dur),
+        Test::Multi { streams, size } => concurrent::multi(net, sci_af, streams, size, dur),
+        Test::HotSpot { clients, size } => concurrent::hotspot(net, sci_af, clients, size, dur),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod args;
 mod bench;
+mod concurrent;
 mod remote;
 mod report;
 mod smc;

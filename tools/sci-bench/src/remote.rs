@@ -216,7 +216,7 @@ fn handle(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<()> {
                 }
                 g.take().map(|(_, socks)| socks).unwrap_or_default()
             };
-            bench::serve_hot(group, req)
+            crate::concurrent::serve_hot(group, req)
         }
     }
 }
@@ -433,7 +433,7 @@ fn concurrent(
         socks.push(c);
     }
     Ok(Sample {
-        values: vec![bench::concurrent_rate(socks, hello.req as usize, dur)?],
+        values: vec![crate::concurrent::rate(socks, hello.req as usize, dur)?],
         observed: observed(&checks),
     })
 }
