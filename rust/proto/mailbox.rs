@@ -320,20 +320,11 @@ impl<L: Segment, R: Segment> MailboxRx<L, R> {
     }
 }
 
-impl<L: Segment + Clone, R: Segment> MailboxRx<L, R> {
+impl<L: Segment, R: Segment> MailboxRx<L, R> {
     /// The sequence number expected next (what [`MailboxPeek::frame_waiting`] is asked
     /// with).
     pub(crate) fn expected(&self) -> u32 {
         self.expected
-    }
-
-    /// A look at this receiver's slot area that needs no `&mut` (so no lock).
-    pub(crate) fn peek(&self) -> MailboxPeek<L> {
-        MailboxPeek {
-            slots: self.slots.clone(),
-            slots_base: self.slots_base,
-            geom: self.geom,
-        }
     }
 }
 
@@ -358,6 +349,21 @@ pub(crate) struct MailboxPeek<L: Segment> {
 }
 
 impl<L: Segment> MailboxPeek<L> {
+    /// A look at the slot area at `slots_base` in `slots`, which a [`MailboxRx`] over the
+    /// same area polls (checked as [`MailboxRx::new`] checks it).
+    pub(crate) fn new(
+        slots: L,
+        slots_base: usize,
+        geom: MailboxGeometry,
+    ) -> Result<Self, MailboxError> {
+        geom.check_slots(slots.len(), slots_base)?;
+        Ok(Self {
+            slots,
+            slots_base,
+            geom,
+        })
+    }
+
     /// Whether [`MailboxRx::poll`] of a receiver expecting `expected` would find
     /// something: a frame, or a sequence jump (which the receiver must see too). A stale
     /// `expected` (older than the receiver's) only makes it say yes once too often.

@@ -110,7 +110,7 @@ impl Peer {
         let bell_rx = region
             .doorbell_rx(me, id, KVec::from_elem(0u32, words, GFP_KERNEL)?)
             .map_err(|_| EINVAL)?;
-        let mb_peek = region.mailbox_rx(me, id).ok().map(|rx| rx.peek());
+        let mb_peek = region.mailbox_peek(me, id).ok();
         Arc::pin_init(
             pin_init!(Self {
                 id,

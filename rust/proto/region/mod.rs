@@ -66,7 +66,7 @@ pub(crate) use self::layout::*;
 pub(crate) use self::words::*;
 
 use super::doorbell::{self, BellError, DoorbellRx, DoorbellTx};
-use super::mailbox::{self, MailboxError, MailboxRx, MailboxTx};
+use super::mailbox::{self, MailboxError, MailboxPeek, MailboxRx, MailboxTx};
 use super::ring::{fits, Span};
 use super::segment::Segment;
 use core::ops::DerefMut;
@@ -385,6 +385,20 @@ impl<S: Segment + Clone> Region<S> {
             self.layout.mailbox,
         )
         .map_err(mb_err)
+    }
+
+    /// A look at the mailbox `peer` → `me` that needs no lock ([`MailboxPeek`]): the slots
+    /// [`Region::mailbox_rx`] polls.
+    pub(crate) fn mailbox_peek(
+        &self,
+        me: NodeId,
+        peer: NodeId,
+    ) -> Result<MailboxPeek<S>, RegionError> {
+        let slots = self
+            .layout
+            .mb_slots(me, peer)
+            .ok_or(RegionError::NoSuchNode)?;
+        MailboxPeek::new(self.seg.clone(), slots, self.layout.mailbox).map_err(mb_err)
     }
 
     /// The receiving end of the mailbox `peer` → `me` (slots in `me`'s area, ack in

@@ -8,8 +8,8 @@ use crate::proto::frame::{
     RejectReason, WireIp, FRAME_SIZE, FRAME_WORDS,
 };
 use crate::proto::mailbox::{
-    self, age, next_generation, route, seq_older, Age, MailboxError, MailboxGeometry, MailboxRx,
-    MailboxTx, Route, SlotView,
+    self, age, next_generation, route, seq_older, Age, MailboxError, MailboxGeometry, MailboxPeek,
+    MailboxRx, MailboxTx, Route, SlotView,
 };
 use crate::proto::segment::Segment;
 
@@ -404,7 +404,7 @@ fn mailbox_peek_agrees_with_poll() {
     let (geom, rx_seg, tx_seg) = four_slot_mailbox();
     let mut tx = MailboxTx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
     let mut rx = MailboxRx::new(&rx_seg, 64, &tx_seg, 64, geom).unwrap();
-    let peek = rx.peek();
+    let peek = MailboxPeek::new(&rx_seg, 64, geom).unwrap();
     assert!(!peek.frame_waiting(rx.expected()), "zeroed slots are empty");
     for i in 0..40u32 {
         let queued = (i % 3) + 1;

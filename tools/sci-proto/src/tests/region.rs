@@ -546,6 +546,9 @@ fn mailboxes_in_the_region() {
     for round in 0..3u32 {
         let mut tx = r.mailbox_tx(2, 0).unwrap();
         let mut rx = r.mailbox_rx(0, 2).unwrap();
+        // The fabric's lock-free look at the same mailbox (its softirq stage).
+        let peek = r.mailbox_peek(0, 2).unwrap();
+        assert!(!peek.frame_waiting(rx.expected()));
         let slots = r.layout().mailbox().slots();
         for i in 0..slots {
             let f = Frame::connect_request(
@@ -569,16 +572,19 @@ fn mailboxes_in_the_region() {
             Err(MailboxError::Full)
         );
         for i in 0..slots {
+            assert!(peek.frame_waiting(rx.expected()));
             let f = rx.poll().unwrap().unwrap();
             assert_eq!(f.src.slot, i);
             assert_eq!(f.src.generation, round + 1);
         }
+        assert!(!peek.frame_waiting(rx.expected()));
         assert_eq!(rx.poll(), Ok(None));
         assert_eq!(tx.refresh(), Ok(0));
         // Relink: each side resets its halves.
         r.reset_inbound(0, 2).unwrap();
         r.reset_inbound(2, 0).unwrap();
     }
+    assert!(r.mailbox_peek(0, 3).is_err(), "no such node");
     // The node table entries are untouched by all of this.
     assert_eq!(r.node_word(1), Some(NodeWord::ABSENT));
     assert_eq!(r.link(0, 2), LinkWord::NONE);
