@@ -172,8 +172,16 @@ impl Observed {
         }
     }
 
+    /// Counts every socket of `checks` and looks the AF_SMC ones up in `smc_diag`.
+    pub(crate) fn add_checked(&mut self, checks: &[SockCheck]) -> io::Result<()> {
+        for c in checks {
+            self.add(c);
+        }
+        self.add_smc(checks)
+    }
+
     /// Looks the AF_SMC sockets among `checks` up in `smc_diag`.
-    pub(crate) fn add_smc(&mut self, checks: &[SockCheck]) -> io::Result<()> {
+    fn add_smc(&mut self, checks: &[SockCheck]) -> io::Result<()> {
         let smc: Vec<&SockCheck> = checks.iter().filter(|c| c.inode != 0).collect();
         if smc.is_empty() {
             return Ok(());
@@ -340,10 +348,7 @@ fn echo_pair(
     c.set_timeouts(IO_TIMEOUT)?;
     let checks = [check(&c, net, sci_af)?, recv_check(&rx)?];
     let mut obs = Observed::default();
-    for k in &checks {
-        obs.add(k);
-    }
-    obs.add_smc(&checks)?;
+    obs.add_checked(&checks)?;
     Ok((c, obs, srv))
 }
 
@@ -433,10 +438,7 @@ fn stream(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Resu
     c.set_timeouts(IO_TIMEOUT)?;
     let checks = [check(&c, net, sci_af)?, recv_check(&rx)?];
     let mut observed = Observed::default();
-    for k in &checks {
-        observed.add(k);
-    }
-    observed.add_smc(&checks)?;
+    observed.add_checked(&checks)?;
     let buf = vec![0xa5u8; size];
     let t0 = Instant::now();
     let end = t0 + dur;
@@ -518,10 +520,7 @@ fn crr(net: Net, sci_af: Option<i32>, size: usize, dur: Duration) -> io::Result<
             .send(())
             .map_err(|_| io::Error::other("the server thread ended"))?;
         let checks = [own, recv_check(&rx)?];
-        for k in &checks {
-            observed.add(k);
-        }
-        observed.add_smc(&checks)?;
+        observed.add_checked(&checks)?;
         let t2 = Instant::now();
         drop(c);
         active += (t1 - t0) + t2.elapsed();

@@ -13,6 +13,8 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
+/// `streams` connections doing `size`-byte ping-pong at once, each served by its own
+/// server thread: aggregate transactions per second.
 pub(crate) fn multi(
     net: Net,
     sci_af: Option<i32>,
@@ -77,15 +79,12 @@ fn concurrent(
         socks.push(c);
     }
     let mut observed = Observed::default();
-    for k in &checks {
-        observed.add(k);
-    }
-    observed.add_smc(&checks)?;
+    observed.add_checked(&checks)?;
     // The clients close their sockets when they are done; the server then ends.
-    let rate = rate(socks, size, dur);
+    let tps = rate(socks, size, dur);
     join(srv)?;
     Ok(Sample {
-        values: vec![rate?],
+        values: vec![tps?],
         observed,
     })
 }
