@@ -15,6 +15,8 @@ use crate::fabric::memory::{msg_iter, with_kvec_iter};
 use crate::fabric::Fabric;
 use crate::proto::queue;
 use crate::proto::record::{self, Record, HEADER_LEN};
+use crate::proto::ring::Spans;
+use crate::proto::segment::Segment;
 use crate::proto::state::Phase;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -88,7 +90,7 @@ impl Conn {
                 return Err(EFAULT);
             }
         }
-        let put = |bytes: &[u8], spans: crate::proto::ring::Spans| {
+        let put = |bytes: &[u8], spans: Spans| {
             let mut buf = [0u8; HEADER_LEN];
             let n = bytes.len().min(HEADER_LEN);
             buf[..n].copy_from_slice(&bytes[..n]);
@@ -99,7 +101,21 @@ impl Conn {
                     .sum::<usize>()
             })
         };
-        let framing = put(&header, at.header) + put(record::padding(len), at.padding);
+        let head = match at.header.iter().next() {
+            // Records are 8-aligned, so the header is one aligned word: one store.
+            Some(s) if s.len == HEADER_LEN && s.off % HEADER_LEN == 0 => {
+                peer_seg.store_u64(s.off, u64::from_ne_bytes(header));
+                HEADER_LEN
+            }
+            _ => put(&header, at.header),
+        };
+        let pad = record::padding(len);
+        let framing = head
+            + if pad.is_empty() {
+                0
+            } else {
+                put(pad, at.padding)
+            };
         if copied != len || framing != size - len {
             return Err(EFAULT);
         }
@@ -111,9 +127,9 @@ impl Conn {
         Ok(Sent::Queued)
     }
 
-    /// The record at the head of this end's ring, if one is there (a bad one is a
-    /// protocol error, which aborts the connection).
-    fn head_record(&self, g: &mut Inner) -> Result<Option<Record>> {
+    /// The record at the head of this end's ring, if one is there, and the ring's
+    /// readable spans (a bad record is a protocol error, which aborts the connection).
+    fn head_record(&self, g: &mut Inner) -> Result<Option<(Record, Spans)>> {
         let Some(rx) = g.rx.as_mut() else {
             return Ok(None);
         };
@@ -121,19 +137,28 @@ impl Conn {
         if spans.total() == 0 {
             return Ok(None);
         }
-        let mut h = [0u8; HEADER_LEN];
-        let got = with_kvec_iter(&mut h, true, |iter| {
-            spans
-                .truncate(HEADER_LEN)
-                .iter()
-                .map(|s| self.seg.copy_to_iter(s, iter))
-                .sum::<usize>()
-        });
-        if got != HEADER_LEN {
-            return Err(errno(bindings::EPROTO));
-        }
+        let head = spans.truncate(HEADER_LEN);
+        let h = match head.iter().next() {
+            // Records are 8-aligned, so the header is one aligned word: one load.
+            Some(s) if s.len == HEADER_LEN && s.off % HEADER_LEN == 0 => {
+                self.seg.load_u64(s.off).to_ne_bytes()
+            }
+            // Only if a ring's start were not: a copy that may span its end.
+            _ => {
+                let mut h = [0u8; HEADER_LEN];
+                let got = with_kvec_iter(&mut h, true, |iter| {
+                    head.iter()
+                        .map(|s| self.seg.copy_to_iter(s, iter))
+                        .sum::<usize>()
+                });
+                if got != HEADER_LEN {
+                    return Err(errno(bindings::EPROTO));
+                }
+                h
+            }
+        };
         record::parse(h, spans.total() as u64)
-            .map(Some)
+            .map(|r| Some((r, spans)))
             .map_err(|e| proto_err(rx.fail_with(e)))
     }
 
@@ -150,14 +175,13 @@ impl Conn {
     ) -> Result<Option<Received>> {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
-        let Some(rec) = self.head_record(&mut g)? else {
+        let Some((rec, spans)) = self.head_record(&mut g)? else {
             return Ok(None);
         };
         let Some(rx) = g.rx.as_mut() else {
             return Ok(None);
         };
         rx.finish_wait();
-        let spans = rx.readable().map_err(proto_err)?;
         let at = record::place(spans, rec.payload).payload.truncate(len);
         let mut copied = 0;
         for span in at.iter() {
@@ -204,7 +228,7 @@ impl Conn {
             return 0;
         };
         let (mut n, mut bytes) = (0u32, 0usize);
-        while let Ok(Some(rec)) = self.head_record(&mut g) {
+        while let Ok(Some((rec, _))) = self.head_record(&mut g) {
             let Some(rx) = g.rx.as_mut() else {
                 break;
             };
@@ -228,7 +252,10 @@ impl Conn {
     /// The length of the datagram at the head of this end's ring (`FIONREAD`), if any.
     pub(crate) fn next_datagram_len(&self) -> Option<usize> {
         let mut g = self.inner.lock();
-        self.head_record(&mut g).ok().flatten().map(|r| r.payload)
+        self.head_record(&mut g)
+            .ok()
+            .flatten()
+            .map(|(r, _)| r.payload)
     }
 
     /// Withdraws this end's wait request: a reader about to spin sees the next datagram

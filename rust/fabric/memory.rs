@@ -469,8 +469,8 @@ impl Segment for SegMem {
 
     fn load_u64(&self, off: usize) -> u64 {
         match self.word_ptr(off, 8) {
-            // SAFETY: in bounds and 8-aligned (the base is word-aligned); the word is
-            // only ever accessed atomically.
+            // SAFETY: in bounds and 8-aligned (the base is word-aligned); accessed
+            // atomically here (a record header copied in plainly is read after its cursor).
             Some(p) => unsafe { AtomicU64::from_ptr(p.cast()) }.load(Ordering::Acquire),
             None => 0,
         }

@@ -51,8 +51,11 @@ impl EarlyOptions {
 
     /// The native socket is final from now on; recorded options are no longer needed.
     pub(crate) fn commit(&mut self) {
-        self.committed = true;
-        self.options = KVec::new();
+        // Once only: every send commits, and replacing the empty list frees it again.
+        if !self.committed {
+            self.committed = true;
+            self.options = KVec::new();
+        }
     }
 
     /// Records an option the native socket accepted, while the socket is uncommitted

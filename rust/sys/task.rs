@@ -18,3 +18,11 @@ pub(crate) fn cpu_contended() -> bool {
     // spin shorter or longer.
     !unsafe { bindings::sci_single_task_running() }
 }
+
+/// The monotonic clock (the one `ktime_get` reads) in milliseconds, at tick resolution and
+/// without reading the clock source: a cheap stamp for what is timed in whole
+/// milliseconds many times a second (a datagram socket's idle connections).
+pub(crate) fn coarse_ms() -> i64 {
+    // SAFETY: reads the timekeeper's last tick; no state of ours.
+    unsafe { bindings::sci_coarse_ms() }
+}

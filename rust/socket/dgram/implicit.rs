@@ -38,31 +38,32 @@ use crate::fabric::NodeId;
 use crate::proto::frame::Frame;
 use crate::proto::record::MAX_PAYLOAD;
 use crate::proto::spin::{SpinHistory, SpinSetting};
+use crate::socket::dgram::inbound::{Inbound, MAX_IN};
 use crate::socket::native::Native;
 use crate::socket::registry::DgramInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::{local_ifindex, Msg};
 use crate::sys::params::{default_spin_us, dgram_idle_ms, sci_loopback_enabled};
-use crate::sys::task::cpu_contended;
+use crate::sys::task::{coarse_ms, cpu_contended};
 use core::ffi::c_int;
+use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-use kernel::time::Ktime;
 
 /// The longest datagram to an IPv4 destination: 65535 less the IPv4 and UDP headers.
 const MAX_PAYLOAD_V4: usize = 65507;
 /// Destinations a socket reaches over SCI at once (others take UDP).
 const MAX_OUT: usize = 16;
-/// Peers a socket takes datagrams from over SCI at once (others' requests are refused).
-const MAX_IN: usize = 64;
 /// How long an outbound connection waits for the peer node's answer (ms) before the
 /// destination is given up for now (its datagrams went over UDP meanwhile).
 const ANSWER_MS: i64 = 1000;
 
+/// Now, for the connections' idle and answer times (ms; a tick or so behind `ktime_get`,
+/// which the sweep reads: a connection lasts at most a tick longer).
 fn now_ms() -> i64 {
-    Ktime::ktime_get().to_ms()
+    coarse_ms()
 }
 
 /// An implicit connection to one destination.
@@ -79,19 +80,13 @@ struct Outbound {
     since_ms: i64,
 }
 
-/// An implicit connection from one peer.
-struct Inbound {
-    conn: Arc<Conn>,
-}
-
 /// The connections, under the endpoint's mutex.
 struct Conns {
     /// The socket closed: nothing more is set up or taken.
     closed: bool,
     out: [Option<Outbound>; MAX_OUT],
-    inbound: [Option<Inbound>; MAX_IN],
-    /// Where the next read starts looking (round robin over the peers).
-    next: usize,
+    /// The connections from peers (round robin for reads).
+    inbound: Inbound,
     /// Where the last read peeked: the next read looks there first, so that it returns
     /// the datagram peeked at.
     peeked: Peeked,
@@ -112,7 +107,7 @@ pub(crate) enum Peeked {
     Nothing,
     /// The native socket.
     Native,
-    /// An implicit connection's ring (the one `next` names).
+    /// An implicit connection's ring (the one the next read starts at).
     Ring,
 }
 
@@ -180,8 +175,7 @@ impl Endpoint {
                     Conns {
                         closed: false,
                         out: [const { None }; MAX_OUT],
-                        inbound: [const { None }; MAX_IN],
-                        next: 0,
+                        inbound: Inbound::new(),
                         peeked: Peeked::Nothing,
                         settling: false,
                         rings_turn: false,
@@ -370,19 +364,19 @@ impl Endpoint {
         peek: bool,
     ) -> Result<Option<Taken>> {
         let watched = own.watched();
-        let (start, conns) = {
-            let g = self.conns.lock();
-            (g.next, Self::inbound_of(&g))
-        };
-        for i in (0..MAX_IN).map(|k| (start + k) % MAX_IN) {
-            let Some(conn) = conns[i].as_ref() else {
-                continue;
+        // One connection at a time, each reference taken under the lock and looked at
+        // outside it; round robin from where the last read left off.
+        let mut k = 0;
+        loop {
+            // (Not in a `while let`, whose guard would live through the body.)
+            let Some(conn) = self.conns.lock().inbound.nth_in_turn(k) else {
+                return Ok(None);
             };
             match conn.recv_datagram(plane.fabric(), msg, len, peek, watched) {
                 Ok(Some(got)) => {
                     let mut g = self.conns.lock();
                     // A peek leaves the next read where the datagram is.
-                    g.next = if peek { i } else { (i + 1) % MAX_IN };
+                    g.inbound.read_from(&conn, peek);
                     g.peeked = if peek { Peeked::Ring } else { Peeked::Nothing };
                     g.rings_turn = false;
                     drop(g);
@@ -394,24 +388,29 @@ impl Endpoint {
                         got,
                         from: conn.peer,
                         to: conn.local,
-                        loopback: plane.within_node(conn),
+                        loopback: plane.within_node(&conn),
                     }));
                 }
                 // Read empty: what its sender dropped meanwhile counts now; one stopped by
-                // a connect to another peer and read to there ends.
+                // a connect to another peer and read to there ends (the next one moves
+                // into its place).
                 Ok(None) => {
                     let (drops, over) = conn.read_empty();
                     self.native.add_drops(drops);
-                    if over {
-                        self.drop_inbound(plane, conn);
+                    if over && self.drop_inbound(plane, &conn) {
+                        continue;
                     }
                 }
                 Err(e) if e == EFAULT => return Err(e),
                 // A ring the peer broke: that connection ends, the others carry on.
-                Err(_) => self.drop_inbound(plane, conn),
+                Err(_) => {
+                    if self.drop_inbound(plane, &conn) {
+                        continue;
+                    }
+                }
             }
+            k += 1;
         }
-        Ok(None)
     }
 
     /// Where the last read peeked.
@@ -456,7 +455,7 @@ impl Endpoint {
         let setting = default_spin_us().map_or(SpinSetting::Adaptive, SpinSetting::Fixed);
         let us = {
             let mut g = self.conns.lock();
-            if g.inbound.iter().all(Option::is_none) {
+            if g.inbound.is_empty() {
                 return false;
             }
             g.spin.plan(setting, cpu_contended())
@@ -467,19 +466,20 @@ impl Endpoint {
         // The connections as they are now: a spin looks at their rings only (one lock
         // each per look, as a stream read's spin takes). One attached meanwhile armed its
         // doorbell (`attach`); the wait after the spin looks at it.
-        let conns = self.inbound_conns();
-        // The last read that drained a ring asked for a doorbell at its next datagram;
-        // a spin that will see that datagram itself withdraws the request (as a stream
-        // read does), so the writer rings none, between machines an interrupt and a
-        // wake-up saved. Not while something else watches the socket (an epoll, poll or
-        // another reader asleep), which needs the doorbell.
-        if !own.watched() {
-            for conn in conns.iter().flatten() {
-                conn.withdraw_datagram_wait();
+        let hit = self.with_inbound(|conns| {
+            // The last read that drained a ring asked for a doorbell at its next datagram;
+            // a spin that will see that datagram itself withdraws the request (as a
+            // stream read does), so the writer rings none, between machines an interrupt
+            // and a wake-up saved. Not while something else watches the socket (an epoll,
+            // poll or another reader asleep), which needs the doorbell.
+            if !own.watched() {
+                for conn in conns.iter().flatten() {
+                    conn.withdraw_datagram_wait();
+                }
             }
-        }
-        let hit = own.spin(us, || {
-            ready() || conns.iter().flatten().any(|c| c.datagram_waiting())
+            own.spin(us, || {
+                ready() || conns.iter().flatten().any(|c| c.datagram_waiting())
+            })
         });
         if setting == SpinSetting::Adaptive {
             self.conns.lock().spin.record(hit);
@@ -503,56 +503,55 @@ impl Endpoint {
     /// Whether a datagram waits in an inbound ring; the empty ones are asked to ring the
     /// doorbell at their next datagram (poll, and a reader about to sleep).
     pub(crate) fn any_ready(&self, plane: &Plane<'_>) -> bool {
-        let conns = self.inbound_conns();
-        let mut ready = false;
-        for conn in conns.iter().flatten() {
-            // Every ring is asked, ready or not: each must ring at its next datagram.
-            let (waiting, drops) = conn.datagram_ready(plane.fabric());
-            ready |= waiting;
-            self.native.add_drops(drops);
-        }
-        ready
+        self.with_inbound(|conns| {
+            let mut ready = false;
+            for conn in conns.iter().flatten() {
+                // Every ring is asked, ready or not: each must ring at its next datagram.
+                let (waiting, drops) = conn.datagram_ready(plane.fabric());
+                ready |= waiting;
+                self.native.add_drops(drops);
+            }
+            ready
+        })
     }
 
     /// The socket's receive buffer changed (`SO_RCVBUF`): each ring's sender learns it.
     pub(crate) fn rcvbuf_changed(&self) {
         let budget = self.native.rcvbuf();
-        for conn in self.inbound_conns().iter().flatten() {
-            conn.set_datagram_budget(budget);
-        }
+        self.with_inbound(|conns| {
+            for conn in conns.iter().flatten() {
+                conn.set_datagram_budget(budget);
+            }
+        });
     }
 
     /// The length of the next datagram in an inbound ring (`FIONREAD`), if any.
     pub(crate) fn next_len(&self) -> Option<usize> {
-        let start = self.conns.lock().next;
-        let conns = self.inbound_conns();
-        (0..MAX_IN)
-            .map(|k| (start + k) % MAX_IN)
-            .find_map(|i| conns[i].as_ref().and_then(|c| c.next_datagram_len()))
+        let start = self.conns.lock().inbound.next();
+        self.with_inbound(|conns| {
+            (0..conns.len())
+                .map(|k| (start + k) % conns.len())
+                .find_map(|i| conns[i].as_ref().and_then(|c| c.next_datagram_len()))
+        })
     }
 
-    /// The inbound connections (references taken under the lock, looked at outside it).
-    fn inbound_conns(&self) -> [Option<Arc<Conn>>; MAX_IN] {
-        Self::inbound_of(&self.conns.lock())
+    /// Runs `f` on references to the inbound connections, taken under the lock and looked
+    /// at outside it.
+    fn with_inbound<R>(&self, f: impl FnOnce(&[Option<Arc<Conn>>]) -> R) -> R {
+        // Only the slots filled are emptied after `f`: the array's own drop would look at
+        // every slot, and this runs for every poll and every blocking read that waits.
+        let mut refs = ManuallyDrop::new([const { None }; MAX_IN]);
+        let n = self.conns.lock().inbound.clone_into(&mut refs);
+        let r = f(&refs[..n]);
+        refs[..n].iter_mut().for_each(|c| drop(c.take()));
+        r
     }
 
-    /// The inbound connections of `g` (references taken under its lock).
-    fn inbound_of(g: &Conns) -> [Option<Arc<Conn>>; MAX_IN] {
-        core::array::from_fn(|i| g.inbound[i].as_ref().map(|c| c.conn.clone()))
-    }
-
-    /// Ends the inbound connection `conn`, if it is still one of this endpoint's.
-    fn drop_inbound(&self, plane: &Plane<'_>, conn: &Arc<Conn>) {
-        let mut g = self.conns.lock();
-        if let Some(slot) = g
-            .inbound
-            .iter_mut()
-            .find(|c| c.as_ref().is_some_and(|c| Arc::ptr_eq(&c.conn, conn)))
-        {
-            *slot = None;
-            drop(g);
-            end(plane, conn);
-        }
+    /// Ends the inbound connection `conn`, if it is still one of this endpoint's; true if
+    /// it was.
+    fn drop_inbound(&self, plane: &Plane<'_>, conn: &Arc<Conn>) -> bool {
+        let taken = self.conns.lock().inbound.take(conn);
+        taken.inspect(|c| end(plane, c)).is_some()
     }
 
     /// Ends every inbound connection (the reader asked for control messages, which
@@ -568,14 +567,8 @@ impl Endpoint {
     }
 
     /// Ends the inbound connections of `g` that `ends` picks.
-    fn end_inbound_of(g: &mut Conns, plane: &Plane<'_>, mut ends: impl FnMut(&Conn) -> bool) {
-        for slot in g.inbound.iter_mut() {
-            if slot.as_ref().is_some_and(|c| ends(&c.conn)) {
-                if let Some(c) = slot.take() {
-                    end(plane, &c.conn);
-                }
-            }
-        }
+    fn end_inbound_of(g: &mut Conns, plane: &Plane<'_>, ends: impl FnMut(&Conn) -> bool) {
+        g.inbound.take_where(ends, |c| end(plane, &c));
     }
 
     /// The socket connected to `peer` (or, `None`, disconnected): connections from other
@@ -608,23 +601,35 @@ impl Endpoint {
     /// The ends of the connections that carry datagrams: the outbound ones that are up
     /// and the inbound ones (fdinfo).
     pub(crate) fn ends(&self) -> Result<KVec<ImplicitEnds>> {
-        let (out, inbound): ([Option<Arc<Conn>>; MAX_OUT], _) = {
+        let out: [Option<Arc<Conn>>; MAX_OUT] = {
             let g = self.conns.lock();
-            (
-                core::array::from_fn(|i| {
-                    g.out[i].as_ref().filter(|o| o.up).map(|o| o.conn.clone())
-                }),
-                Self::inbound_of(&g),
-            )
+            core::array::from_fn(|i| g.out[i].as_ref().filter(|o| o.up).map(|o| o.conn.clone()))
         };
         // Outside the endpoint's lock: each takes its connection's.
         let mut lines = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
-        for (outbound, conns) in [(true, &out[..]), (false, &inbound[..])] {
+        for conn in out.iter().flatten() {
+            let ends = conn.ends();
+            lines.push(
+                ImplicitEnds {
+                    outbound: true,
+                    ends,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        self.with_inbound(|conns| {
             for conn in conns.iter().flatten() {
                 let ends = conn.ends();
-                lines.push(ImplicitEnds { outbound, ends }, GFP_KERNEL)?;
+                lines.push(
+                    ImplicitEnds {
+                        outbound: false,
+                        ends,
+                    },
+                    GFP_KERNEL,
+                )?;
             }
-        }
+            Ok::<(), Error>(())
+        })?;
         Ok(lines)
     }
 
@@ -633,7 +638,7 @@ impl Endpoint {
         let g = self.conns.lock();
         DgramInfo {
             implicit_out: g.out.iter().flatten().filter(|o| o.up).count() as u32,
-            implicit_in: g.inbound.iter().flatten().count() as u32,
+            implicit_in: g.inbound.len() as u32,
             sent: self.sent.load(Ordering::Relaxed),
             received: self.received.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
@@ -683,14 +688,13 @@ impl DatagramPort for Endpoint {
         if peer_port != 0 && !from_peer(&conn, (peer_ip, peer_port)) {
             return Err(conn);
         }
-        let Some(slot) = g.inbound.iter_mut().find(|c| c.is_none()) else {
+        if g.inbound.push(conn.clone()).is_err() {
             return Err(conn);
-        };
+        }
         conn.never_move();
         conn.set_owner(self.owner);
         // Before the answer goes out: the sender's first datagram finds the budget.
         conn.set_datagram_budget(self.native.rcvbuf());
-        *slot = Some(Inbound { conn: conn.clone() });
         g.settling = true;
         drop(g);
         // The new ring rings the doorbell at its first datagram, so a reader asleep (or an
@@ -720,14 +724,10 @@ impl DatagramPort for Endpoint {
                 }
             }
         }
-        for slot in g.inbound.iter_mut() {
-            if slot.as_ref().is_some_and(|c| c.conn.datagrams_over()) {
-                if let Some(c) = slot.take() {
-                    // Read to its end: the drops its sender counted last count now.
-                    self.native.add_drops(c.conn.datagram_drops());
-                    end(plane, &c.conn);
-                }
-            }
-        }
+        g.inbound.take_where(Conn::datagrams_over, |c| {
+            // Read to its end: the drops its sender counted last count now.
+            self.native.add_drops(c.datagram_drops());
+            end(plane, &c);
+        });
     }
 }

@@ -16,6 +16,7 @@
 
 pub(crate) mod adapter;
 pub(crate) mod implicit;
+mod inbound;
 
 use crate::config::rules::{FallbackReason, Ip};
 use crate::fabric::memory::msg_flags;

@@ -19,6 +19,11 @@ bool sci_single_task_running(void)
 
 long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); }
 
+s64 sci_coarse_ms(void)
+{
+	return ktime_to_ms(ktime_get_coarse());
+}
+
 void sci_sched_current_fifo_low(void)
 {
 	sched_set_fifo_low(current);

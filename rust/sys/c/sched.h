@@ -11,6 +11,8 @@
 #include <linux/sched/stat.h>
 #include <linux/jiffies.h>
 #include <linux/delay.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
 
 /* Kernel threads: run fn(data) until it returns; stop = ask and wait. */
 struct task_struct *sci_kthread_run(int (*fn)(void *), void *data, const char *name);
@@ -26,6 +28,9 @@ bool sci_need_resched(void);
 bool sci_single_task_running(void);
 
 long sci_msecs_to_jiffies(unsigned int msecs);
+
+/* CLOCK_MONOTONIC in ms at tick resolution: no clock source read (a stamp per datagram). */
+s64 sci_coarse_ms(void);
 
 /* The calling thread runs as a threaded interrupt handler does (SCHED_FIFO, low). */
 void sci_sched_current_fifo_low(void);
