@@ -101,13 +101,12 @@ impl Conn {
                     .sum::<usize>()
             })
         };
-        let head = match at.header.iter().next() {
-            // Records are 8-aligned, so the header is one aligned word: one store.
-            Some(s) if s.len == HEADER_LEN && s.off % HEADER_LEN == 0 => {
-                peer_seg.store_u64(s.off, u64::from_ne_bytes(header));
+        let head = match header_word(at.header) {
+            Some(off) => {
+                peer_seg.store_u64(off, u64::from_ne_bytes(header));
                 HEADER_LEN
             }
-            _ => put(&header, at.header),
+            None => put(&header, at.header),
         };
         let pad = record::padding(len);
         let framing = head
@@ -138,13 +137,10 @@ impl Conn {
             return Ok(None);
         }
         let head = spans.truncate(HEADER_LEN);
-        let h = match head.iter().next() {
-            // Records are 8-aligned, so the header is one aligned word: one load.
-            Some(s) if s.len == HEADER_LEN && s.off % HEADER_LEN == 0 => {
-                self.seg.load_u64(s.off).to_ne_bytes()
-            }
-            // Only if a ring's start were not: a copy that may span its end.
-            _ => {
+        let h = match header_word(head) {
+            Some(off) => self.seg.load_u64(off).to_ne_bytes(),
+            // Only if a ring's start were not 8-aligned: a copy that may span its end.
+            None => {
                 let mut h = [0u8; HEADER_LEN];
                 let got = with_kvec_iter(&mut h, true, |iter| {
                     head.iter()
@@ -320,6 +316,15 @@ impl Conn {
     pub(crate) fn datagrams_over(&self) -> bool {
         over(&mut self.inner.lock())
     }
+}
+
+/// Where a record's header (its spans `head`) is one aligned word, as records are 8-aligned
+/// in a ring that starts 8-aligned: one load or store of it instead of a copy.
+fn header_word(head: Spans) -> Option<usize> {
+    head.iter()
+        .next()
+        .filter(|s| s.len == HEADER_LEN && s.off % HEADER_LEN == 0)
+        .map(|s| s.off)
 }
 
 /// [`Conn::datagram_drops`] under the connection's lock.

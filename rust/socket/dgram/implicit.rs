@@ -606,31 +606,16 @@ impl Endpoint {
             core::array::from_fn(|i| g.out[i].as_ref().filter(|o| o.up).map(|o| o.conn.clone()))
         };
         // Outside the endpoint's lock: each takes its connection's.
-        let mut lines = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
-        for conn in out.iter().flatten() {
-            let ends = conn.ends();
-            lines.push(
-                ImplicitEnds {
-                    outbound: true,
-                    ends,
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        self.with_inbound(|conns| {
-            for conn in conns.iter().flatten() {
-                let ends = conn.ends();
-                lines.push(
-                    ImplicitEnds {
-                        outbound: false,
-                        ends,
-                    },
-                    GFP_KERNEL,
-                )?;
+        self.with_inbound(|inbound| {
+            let mut lines = KVec::with_capacity(MAX_OUT + MAX_IN, GFP_KERNEL)?;
+            for (outbound, conns) in [(true, &out[..]), (false, inbound)] {
+                for conn in conns.iter().flatten() {
+                    let ends = conn.ends();
+                    lines.push(ImplicitEnds { outbound, ends }, GFP_KERNEL)?;
+                }
             }
-            Ok::<(), Error>(())
-        })?;
-        Ok(lines)
+            Ok(lines)
+        })
     }
 
     /// The counters and open connections (`fdinfo`, `SCI_INFO` and the socket dump).
