@@ -136,6 +136,9 @@ struct Inner {
     /// Ring bytes a kernel reader kept after `read_sock` lent them in place: the receive
     /// queue holds the writer off them until it lets go (`read_sock.rs`).
     lent: Option<Arc<Lent>>,
+    /// The sweep found a doorbell due: how many doorbells had come then
+    /// ([`Conn::sweep`]).
+    due_at: Option<u32>,
 }
 
 /// One SCI connection end.
@@ -174,6 +177,8 @@ pub(crate) struct Conn {
     /// Of such a connection, the producer cursor of its ring as its last doorbell saw it:
     /// a doorbell that finds it unmoved brought no datagram ([`Conn::doorbell`]).
     datagram_seen: AtomicU64,
+    /// Doorbells that came for this end (wrapping): the sweep's proof that one did.
+    doorbells: AtomicU32,
 }
 
 /// A connection's two ends as fdinfo names them ([`Conn::ends`]).
@@ -270,6 +275,7 @@ impl Conn {
                         spin_send: SpinHistory::new(),
                         spin_recv: SpinHistory::new(),
                         lent: None,
+                        due_at: None,
                     },
                     "Conn::inner"
                 ),
@@ -281,6 +287,7 @@ impl Conn {
                 peer_slot: AtomicU32::new(u32::MAX),
                 carries_datagrams: AtomicBool::new(false),
                 datagram_seen: AtomicU64::new(params.start),
+                doorbells: AtomicU32::new(0),
             }),
             GFP_KERNEL,
         )
@@ -475,6 +482,7 @@ impl Conn {
     /// edge that UDP never gives (the sender's close rings this doorbell too).
     #[must_use]
     pub(crate) fn doorbell(&self) -> bool {
+        self.doorbells.fetch_add(1, Ordering::Relaxed);
         let owner = self.owner.lock();
         if !self.carries_datagrams.load(Ordering::Relaxed) {
             wake_sk(*owner, Wake::Readable);
@@ -490,6 +498,13 @@ impl Conn {
     /// peer moved a cursor or a flag after this end posted a wait request, and no
     /// doorbell came), treat it as arrived; if a kernel reader let go of ring bytes it
     /// kept, the writer learns of the space. Returns what [`Conn::doorbell`] returns.
+    ///
+    /// Overdue means due at two sweeps in a row with no doorbell in between. A doorbell
+    /// is due from the peer's cursor store until this end looks at the ring again, and
+    /// the doorbell that store brings may be on its way: a wake of the sweep's own in
+    /// that window, landing after an edge-triggered epoll took the doorbell's edge,
+    /// would report the same arrival twice (TCP reports each segment once). A lost
+    /// doorbell costs two sweep periods at most.
     #[must_use]
     pub(crate) fn sweep(&self, fabric: &dyn Fabric) -> bool {
         let mut g = self.inner.lock();
@@ -499,11 +514,14 @@ impl Conn {
         let due = !closed
             && (g.rx.as_ref().is_some_and(|rx| rx.wake_due())
                 || g.tx.as_ref().is_some_and(|tx| tx.wake_due()));
+        let rung = self.doorbells.load(Ordering::Relaxed);
+        let overdue = due && g.due_at == Some(rung);
+        g.due_at = (due && !overdue).then_some(rung);
         drop(g);
         if freed {
             self.notify_peer(fabric, peer_id);
         }
-        due && self.doorbell()
+        overdue && self.doorbell()
     }
 
     /// Re-decides the bytes held back (the connector kthread, on a doorbell or its tick).

@@ -376,7 +376,8 @@ impl Plane<'_> {
     /// once when a closing slot's doorbell rang):
     ///
     /// - every connection whose doorbell is overdue is woken ([`Conn::sweep`]): a
-    ///   doorbell lost on the way, whatever the cause, costs one period, never a hang;
+    ///   doorbell lost on the way, whatever the cause, costs two periods at most, never a
+    ///   hang;
     /// - every closing slot whose peer end has closed, or whose grace period is over, is
     ///   freed.
     pub(super) fn sweep(&self) {

@@ -513,7 +513,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         })
     }
 
-    /// Whether the doorbell this side asked for is overdue: a wait request is posted
+    /// Whether the doorbell this side asked for is due: a wait request is posted
     /// and the writer moved its cursor or set an ending flag since this side last
     /// looked. Loads only, changes nothing (see [`Producer::wake_due`]).
     pub(crate) fn wake_due(&self) -> bool {

@@ -360,10 +360,10 @@ impl<R: Segment, L: Segment> Producer<R, L> {
         self.own.bits & F_WANTS_NOTIFY != 0
     }
 
-    /// Whether the doorbell this side asked for is overdue: a wait request is posted
+    /// Whether the doorbell this side asked for is due: a wait request is posted
     /// and the reader moved its cursor or closed since this side last looked. Loads
     /// only, changes nothing; the fabric's periodic sweep wakes such a writer, so that a
-    /// doorbell lost on the way costs one sweep period, never a hang.
+    /// doorbell lost on the way costs two sweep periods at most, never a hang.
     pub(crate) fn wake_due(&self) -> bool {
         if self.own.bits & F_WANTS_NOTIFY == 0 || self.error.is_some() {
             return false;
