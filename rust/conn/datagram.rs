@@ -13,7 +13,6 @@
 use super::{proto_err, transfer::consume, Conn, Inner};
 use crate::fabric::memory::{msg_iter, with_kvec_iter};
 use crate::fabric::Fabric;
-use crate::proto::queue;
 use crate::proto::record::{self, Record, HEADER_LEN};
 use crate::proto::ring::Spans;
 use crate::proto::segment::Segment;
@@ -21,7 +20,6 @@ use crate::proto::state::Phase;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::Msg;
-use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// What became of a datagram handed to [`Conn::send_datagram`].
@@ -261,13 +259,6 @@ impl Conn {
         if let Some(rx) = self.inner.lock().rx.as_mut() {
             rx.finish_wait();
         }
-    }
-
-    /// Whether the peer published a datagram since the last doorbell looked: its
-    /// producer cursor moved (a look without the mutex: doorbells run in atomic context).
-    pub(super) fn datagram_arrived(&self) -> bool {
-        let cursor = queue::published_cursor(&*self.seg, 0);
-        self.datagram_seen.swap(cursor, Ordering::AcqRel) != cursor
     }
 
     /// Whether bytes wait in this end's ring (a spinning reader's look: posts nothing).

@@ -20,6 +20,7 @@
 //! this file holds the connection's state, setup, readiness and teardown.
 
 pub(crate) mod addr;
+mod bell;
 mod datagram;
 mod direct;
 mod moving;
@@ -51,7 +52,7 @@ use crate::sys::read_actor::Lent;
 use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
-use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
 use kernel::time::Ktime;
@@ -174,11 +175,9 @@ pub(crate) struct Conn {
     /// An implicit connection of datagram sockets ([`Conn::never_move`]), read without
     /// the mutex by its wakes (atomic context).
     carries_datagrams: AtomicBool,
-    /// Of such a connection, the producer cursor of its ring as its last doorbell saw it:
-    /// a doorbell that finds it unmoved brought no datagram ([`Conn::doorbell`]).
-    datagram_seen: AtomicU64,
-    /// Doorbells that came for this end (wrapping): the sweep's proof that one did.
-    doorbells: AtomicU32,
+    /// The peer's lines in this end's segment as the last doorbell saw them, and how
+    /// many doorbells came ([`Conn::doorbell`]).
+    bell: bell::Seen,
 }
 
 /// A connection's two ends as fdinfo names them ([`Conn::ends`]).
@@ -286,8 +285,7 @@ impl Conn {
                 slots,
                 peer_slot: AtomicU32::new(u32::MAX),
                 carries_datagrams: AtomicBool::new(false),
-                datagram_seen: AtomicU64::new(params.start),
-                doorbells: AtomicU32::new(0),
+                bell: bell::Seen::new(&*seg, rx_size),
             }),
             GFP_KERNEL,
         )
@@ -470,58 +468,6 @@ impl Conn {
         }
         let owner = self.owner.lock();
         wake_sk(*owner, what);
-    }
-
-    /// A doorbell for this connection: the peer moved a cursor or a flag (safe in atomic
-    /// context). Returns true when bytes held back wait for the reader (Nagle's ACK
-    /// clock): the caller kicks the connector kthread, which re-decides.
-    ///
-    /// An implicit connection wakes its datagram socket only when a datagram came: its
-    /// state and its credits are nothing the socket reports (a sender never waits), and
-    /// a wake while a UDP datagram waits unread would give an edge-triggered epoll an
-    /// edge that UDP never gives (the sender's close rings this doorbell too).
-    #[must_use]
-    pub(crate) fn doorbell(&self) -> bool {
-        self.doorbells.fetch_add(1, Ordering::Relaxed);
-        let owner = self.owner.lock();
-        if !self.carries_datagrams.load(Ordering::Relaxed) {
-            wake_sk(*owner, Wake::Readable);
-            wake_sk(*owner, Wake::Writable);
-        } else if self.datagram_arrived() {
-            wake_sk(*owner, Wake::Readable);
-        }
-        drop(owner);
-        self.slots.doorbell(self.id.slot)
-    }
-
-    /// The sweep's look at this connection: if a doorbell it asked for is overdue (the
-    /// peer moved a cursor or a flag after this end posted a wait request, and no
-    /// doorbell came), treat it as arrived; if a kernel reader let go of ring bytes it
-    /// kept, the writer learns of the space. Returns what [`Conn::doorbell`] returns.
-    ///
-    /// Overdue means due at two sweeps in a row with no doorbell in between. A doorbell
-    /// is due from the peer's cursor store until this end looks at the ring again, and
-    /// the doorbell that store brings may be on its way: a wake of the sweep's own in
-    /// that window, landing after an edge-triggered epoll took the doorbell's edge,
-    /// would report the same arrival twice (TCP reports each segment once). A lost
-    /// doorbell costs two sweep periods at most.
-    #[must_use]
-    pub(crate) fn sweep(&self, fabric: &dyn Fabric) -> bool {
-        let mut g = self.inner.lock();
-        let peer_id = g.peer_id;
-        let freed = read_sock::settle_lent(&mut g);
-        let closed = g.local.closed;
-        let due = !closed
-            && (g.rx.as_ref().is_some_and(|rx| rx.wake_due())
-                || g.tx.as_ref().is_some_and(|tx| tx.wake_due()));
-        let rung = self.doorbells.load(Ordering::Relaxed);
-        let overdue = due && g.due_at == Some(rung);
-        g.due_at = (due && !overdue).then_some(rung);
-        drop(g);
-        if freed {
-            self.notify_peer(fabric, peer_id);
-        }
-        overdue && self.doorbell()
     }
 
     /// Re-decides the bytes held back (the connector kthread, on a doorbell or its tick).

@@ -36,6 +36,7 @@ static const struct test tests[] = {
 	{ "epoll_edge", t_epoll_edge, 0, false },
 	{ "epoll_rdhup", t_epoll_rdhup, 0, false },
 	{ "epoll_edge_partial", t_epoll_edge_partial, 0, false },
+	{ "epoll_edge_space", t_epoll_edge_space, 0, false },
 	{ "select_readiness", t_select, 0, false },
 	{ "shutdown_wr", t_shutdown_wr, 0, false },
 	{ "shutdown_rd", t_shutdown_rd, 0, false },

@@ -208,6 +208,54 @@ void t_epoll_edge_partial(void)
 	close(s);
 }
 
+/*
+ * Space is not an arrival: a socket watched for EPOLLIN alone, edge-triggered, with bytes
+ * left unread, fills its peer with a non-blocking send and the peer reads it all. TCP
+ * wakes the writer for the space (sk_write_space, EPOLLOUT), which an EPOLLIN-only watch
+ * does not hear: no new EPOLLIN edge.
+ */
+void t_epoll_edge_space(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET }, out[8];
+	static char buf[1 << 16];
+	size_t filled = 0, drained = 0;
+	int c, s, n, ep = SYS(epoll_create1(0));
+	ssize_t r;
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev));
+	write_all(c, "unread", 6);
+	n = epwait(ep, out, 5000);
+	CHECK(n == 1 && out[0].events == EPOLLIN, "the arrival: %d events (%#x)", n,
+	      n > 0 ? out[0].events : 0);
+	set_nonblock(s, true);
+	while ((r = send(s, buf, sizeof(buf), 0)) > 0)
+		filled += r;
+	CHECK(r < 0 && errno == EAGAIN, "filling the peer: %zd (%s) after %zu B", r,
+	      r < 0 ? ename(errno) : "0", filled);
+	n = epwait(ep, out, 0);
+	CHECK(n == 0, "an EPOLLIN edge after a send without new data (%#x)", out[0].events);
+	while (drained < filled) {
+		r = recv(c, buf, sizeof(buf), 0);
+		CHECK(r > 0, "draining: %zd (%s) after %zu of %zu B", r,
+		      r < 0 ? ename(errno) : "EOF", drained, filled);
+		drained += r;
+	}
+	/* The space is back (TCP's window update, the ring's cursor): s is writable. */
+	for (int i = 0; i < 500; i++) {
+		struct pollfd p = { .fd = s, .events = POLLOUT };
+
+		if (poll(&p, 1, 10) == 1)
+			break;
+	}
+	n = epwait(ep, out, 0);
+	CHECK(n == 0, "an EPOLLIN edge for space freed by the peer's reads, without new data "
+	      "(%#x); TCP wakes an EPOLLIN watch only for an arrival", out[0].events);
+	close(ep);
+	close(c);
+	close(s);
+}
+
 void t_epoll_rdhup(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP }, out[8];

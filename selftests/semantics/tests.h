@@ -23,6 +23,7 @@ void t_epoll_level(void);
 void t_epoll_edge(void);
 void t_epoll_rdhup(void);
 void t_epoll_edge_partial(void);
+void t_epoll_edge_space(void);
 void t_select(void);
 
 /* recv_flags.c */

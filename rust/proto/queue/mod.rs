@@ -17,9 +17,11 @@ use super::ring::{
 use super::segment::Segment;
 
 mod consumer;
+mod peer_lines;
 mod producer;
 
 pub(crate) use consumer::Consumer;
+pub(crate) use peer_lines::{bell_wakes, PeerLines};
 pub(crate) use producer::Producer;
 
 /// What both ends of one queue agree on (exchanged through the control
@@ -63,13 +65,6 @@ const fn untagged(word: u64, generation: u32) -> Option<u32> {
     } else {
         None
     }
-}
-
-/// The producer cursor the peer last published in the receive area at `ring_base`, read
-/// without the consumer (a doorbell's look, in atomic context). Nothing of it is trusted
-/// but whether it changed: the consumer checks it before it reads a byte.
-pub(crate) fn published_cursor<S: Segment>(ring: &S, ring_base: usize) -> u64 {
-    ring.load_u64(at(ring_base, RX_PROD_CURSOR))
 }
 
 /// Initializes a receive area (header and producer line) in the receiver's own

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 mod addresses;
+mod bell_wakes;
 mod conn_state;
 mod frame_mailbox;
 mod gather;

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use super::{assert_in_ring, stream, QueuePair};
 use crate::proto::error::ProtocolError;
 use crate::proto::gather::INLINE_MAX;
-use crate::proto::queue::{self, should_publish_consumer};
+use crate::proto::queue::{self, should_publish_consumer, PeerLines};
 
 /// One step of the model.
 #[derive(Clone, Debug)]
@@ -104,12 +104,15 @@ impl Model {
             "reader overstates data"
         );
         assert!(p.error().is_none() && c.error().is_none());
-        // A doorbell's look (an implicit connection's) sees the cursor move with each
-        // publish and with nothing else (waits, flags, the reader's credits).
-        assert_eq!(
-            queue::published_cursor(&*self.q.rx_seg, super::RX_BASE),
-            self.q.params.start.wrapping_add(self.published)
-        );
+        // A doorbell's look sees, at the reader, the producer cursor move with each
+        // publish and with nothing else (waits, flags, the reader's credits), and at the
+        // writer, the consumer cursor move with each of the reader's publishes.
+        let start = self.q.params.start;
+        let rx_end = super::RX_BASE + self.q.params.geometry.rx_area_size();
+        let at_reader = PeerLines::load(&*self.q.rx_seg, super::RX_BASE, rx_end);
+        assert_eq!(at_reader.arrived, start.wrapping_add(self.published));
+        let at_writer = PeerLines::load(&*self.q.tx_seg, 0, super::CREDIT_BASE);
+        assert_eq!(at_writer.freed, start.wrapping_add(self.reader_published));
     }
 
     fn step(&mut self, op: &Op) {

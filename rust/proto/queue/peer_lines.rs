@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a doorbell's look sees of a connection end's segment, and which sides of its
+//! socket the doorbell wakes.
+//!
+//! The peer writes two lines into this end's segment: the producer line of the queue
+//! this end receives on (cursor: bytes arrived; flags: its end of stream, close, abort)
+//! and the consumer line of the queue this end sends on (cursor: space freed; flags: its
+//! reader closed). A doorbell says only that something changed; comparing the lines with
+//! the last doorbell's look tells what, so that, as TCP, an arrival wakes readers
+//! (`sk_data_ready`) and freed space writers (`sk_write_space`), not both each time: an
+//! edge-triggered `EPOLLIN` watch is not told of space, and a kernel user's
+//! `write_space` (`iscsi_tcp` queues its transmit work from it) does not run per arrival.
+
+use super::{at, Segment};
+use crate::proto::ring::{CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, RX_PROD_CURSOR, RX_PROD_FLAGS};
+
+/// The peer's words in this end's segment, loaded without the queue endpoints (a
+/// doorbell's look, in atomic context). Nothing of them is trusted but whether they
+/// changed: the endpoints check every word before they use it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PeerLines {
+    /// The producer cursor of the receive queue.
+    pub(crate) arrived: u64,
+    /// The producer's flag word.
+    pub(crate) writer_flags: u64,
+    /// The consumer cursor of the send queue.
+    pub(crate) freed: u64,
+    /// The consumer's flag word.
+    pub(crate) reader_flags: u64,
+}
+
+impl PeerLines {
+    /// Loads the lines: the receive area at `rx_base`, the send queue's credit area at
+    /// `credit_base`, both in `seg`.
+    pub(crate) fn load<S: Segment>(seg: &S, rx_base: usize, credit_base: usize) -> Self {
+        Self {
+            arrived: seg.load_u64(at(rx_base, RX_PROD_CURSOR)),
+            writer_flags: seg.load_u64(at(rx_base, RX_PROD_FLAGS)),
+            freed: seg.load_u64(at(credit_base, CREDIT_CONS_CURSOR)),
+            reader_flags: seg.load_u64(at(credit_base, CREDIT_CONS_FLAGS)),
+        }
+    }
+}
+
+/// Which sides of the socket a doorbell wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BellWakes {
+    /// Readers (`sk_data_ready`).
+    pub(crate) readable: bool,
+    /// Writers (`sk_write_space`).
+    pub(crate) writable: bool,
+}
+
+/// The wakes of a doorbell whose look found the lines at `now`, the last look having
+/// found them at `before`.
+///
+/// Bytes alone wake readers, space alone writers; a flag wakes both (an end of stream,
+/// a close or an abort is news to either side). A doorbell that finds nothing changed
+/// wakes both: it may carry what no line shows (a direct fill of the reader's buffer),
+/// or a concurrent look may have taken its change first; a wake too many is what the
+/// socket had before, a wake too few a hang.
+pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines) -> BellWakes {
+    let data = before.arrived != now.arrived;
+    let space = before.freed != now.freed;
+    let flags = before.writer_flags != now.writer_flags || before.reader_flags != now.reader_flags;
+    BellWakes {
+        readable: data || flags || !space,
+        writable: space || flags || !data,
+    }
+}

@@ -1,0 +1,86 @@
+//! Which sides of a socket a doorbell wakes, from what changed in the peer's lines.
+
+use crate::proto::queue::{bell_wakes, PeerLines};
+
+const BEFORE: PeerLines = PeerLines {
+    arrived: 100,
+    writer_flags: 7,
+    freed: 200,
+    reader_flags: 9,
+};
+
+fn wakes(change: impl FnOnce(&mut PeerLines)) -> (bool, bool) {
+    let mut now = BEFORE;
+    change(&mut now);
+    let w = bell_wakes(BEFORE, now);
+    (w.readable, w.writable)
+}
+
+#[test]
+fn bytes_wake_readers_space_writers() {
+    // An arrival is not space: an EPOLLIN watch hears of it, write_space does not run.
+    assert_eq!(wakes(|l| l.arrived += 14), (true, false));
+    // Space is not an arrival.
+    assert_eq!(wakes(|l| l.freed += 4096), (false, true));
+    // Both moved before the look: both sides.
+    assert_eq!(
+        wakes(|l| {
+            l.arrived += 1;
+            l.freed += 1;
+        }),
+        (true, true)
+    );
+}
+
+#[test]
+fn flags_wake_both_sides() {
+    // An end of stream, a close or an abort, with bytes or space or neither.
+    assert_eq!(wakes(|l| l.writer_flags ^= 1), (true, true));
+    assert_eq!(wakes(|l| l.reader_flags ^= 1), (true, true));
+    assert_eq!(
+        wakes(|l| {
+            l.arrived += 1;
+            l.writer_flags ^= 1;
+        }),
+        (true, true)
+    );
+    assert_eq!(
+        wakes(|l| {
+            l.freed += 1;
+            l.reader_flags ^= 1;
+        }),
+        (true, true)
+    );
+}
+
+#[test]
+fn nothing_seen_wakes_both_sides() {
+    // A direct fill moves no line, and a concurrent look may have taken the change: a
+    // doorbell that shows nothing must not leave a waiter asleep.
+    assert_eq!(wakes(|_| {}), (true, true));
+}
+
+#[test]
+fn every_change_wakes_its_side() {
+    // Whatever moved, the side it concerns is woken (a wake too few is a hang).
+    for bits in 0u32..16 {
+        let (r, w) = wakes(|l| {
+            if bits & 1 != 0 {
+                l.arrived += 1;
+            }
+            if bits & 2 != 0 {
+                l.freed += 1;
+            }
+            if bits & 4 != 0 {
+                l.writer_flags += 1;
+            }
+            if bits & 8 != 0 {
+                l.reader_flags += 1;
+            }
+        });
+        let flags = bits & 12 != 0;
+        assert!(r || !(bits & 1 != 0 || flags), "bits {bits:#x}");
+        assert!(w || !(bits & 2 != 0 || flags), "bits {bits:#x}");
+        assert!(r || w, "bits {bits:#x}: a doorbell wakes someone");
+    }
+}
