@@ -13,6 +13,7 @@
 //! `write_space` (`iscsi_tcp` queues its transmit work from it) does not run per arrival.
 
 use super::{at, Segment};
+use crate::proto::cursor::{F_WANTS_NOTIFY, TOKEN_MASK};
 use crate::proto::ring::{CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, RX_PROD_CURSOR, RX_PROD_FLAGS};
 
 /// The peer's words in this end's segment, loaded without the queue endpoints (a
@@ -52,18 +53,26 @@ pub(crate) struct BellWakes {
     pub(crate) writable: bool,
 }
 
+/// What of a flag word is news to the socket: all but the wait request and its token,
+/// which only say when to ring the peer's doorbell (the peer posts and withdraws
+/// requests around most of its waits and sends).
+const fn news(flags: u64) -> u64 {
+    flags & !(((TOKEN_MASK as u64) << 8) | F_WANTS_NOTIFY as u64)
+}
+
 /// The wakes of a doorbell whose look found the lines at `now`, the last look having
 /// found them at `before`.
 ///
-/// Bytes alone wake readers, space alone writers; a flag wakes both (an end of stream,
-/// a close or an abort is news to either side). A doorbell that finds nothing changed
-/// wakes both: it may carry what no line shows (a direct fill of the reader's buffer),
-/// or a concurrent look may have taken its change first; a wake too many is what the
-/// socket had before, a wake too few a hang.
+/// Bytes alone wake readers, space alone writers; news in a flag word wakes both (an end
+/// of stream, a close or an abort concerns either side). A doorbell that finds nothing
+/// changed wakes both: it may carry what no line shows (a direct fill of the reader's
+/// buffer), or a concurrent look may have taken its change first; a wake too many is
+/// what the socket had before, a wake too few a hang.
 pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines) -> BellWakes {
     let data = before.arrived != now.arrived;
     let space = before.freed != now.freed;
-    let flags = before.writer_flags != now.writer_flags || before.reader_flags != now.reader_flags;
+    let flags = news(before.writer_flags) != news(now.writer_flags)
+        || news(before.reader_flags) != news(now.reader_flags);
     BellWakes {
         readable: data || flags || !space,
         writable: space || flags || !data,

@@ -1,12 +1,22 @@
 //! Which sides of a socket a doorbell wakes, from what changed in the peer's lines.
 
+use crate::proto::cursor::{FlagWord, F_ABORT, F_CLOSED, F_DONE_WRITING, F_WANTS_NOTIFY};
 use crate::proto::queue::{bell_wakes, PeerLines};
+
+const fn flags(token: u32, bits: u8) -> u64 {
+    FlagWord {
+        generation: 3,
+        token,
+        bits,
+    }
+    .pack()
+}
 
 const BEFORE: PeerLines = PeerLines {
     arrived: 100,
-    writer_flags: 7,
+    writer_flags: flags(5, 0),
     freed: 200,
-    reader_flags: 9,
+    reader_flags: flags(6, 0),
 };
 
 fn wakes(change: impl FnOnce(&mut PeerLines)) -> (bool, bool) {
@@ -35,22 +45,48 @@ fn bytes_wake_readers_space_writers() {
 #[test]
 fn flags_wake_both_sides() {
     // An end of stream, a close or an abort, with bytes or space or neither.
-    assert_eq!(wakes(|l| l.writer_flags ^= 1), (true, true));
-    assert_eq!(wakes(|l| l.reader_flags ^= 1), (true, true));
+    for bit in [F_DONE_WRITING, F_CLOSED, F_ABORT] {
+        assert_eq!(wakes(|l| l.writer_flags = flags(5, bit)), (true, true));
+        assert_eq!(wakes(|l| l.reader_flags = flags(6, bit)), (true, true));
+        assert_eq!(
+            wakes(|l| {
+                l.arrived += 1;
+                l.writer_flags = flags(5, bit);
+            }),
+            (true, true)
+        );
+        assert_eq!(
+            wakes(|l| {
+                l.freed += 1;
+                l.reader_flags = flags(6, bit);
+            }),
+            (true, true)
+        );
+    }
+}
+
+#[test]
+fn wait_requests_are_not_news() {
+    // The peer posting or withdrawing a wait request (a new token, the bit) says when to
+    // ring it, nothing the socket reports: bytes still wake readers alone, space writers.
+    let posted = |token| flags(token, F_WANTS_NOTIFY);
     assert_eq!(
         wakes(|l| {
             l.arrived += 1;
-            l.writer_flags ^= 1;
+            l.writer_flags = posted(7);
         }),
-        (true, true)
+        (true, false)
     );
     assert_eq!(
         wakes(|l| {
             l.freed += 1;
-            l.reader_flags ^= 1;
+            l.reader_flags = posted(8);
+            l.writer_flags = flags(9, 0);
         }),
-        (true, true)
+        (false, true)
     );
+    // A request alone: nothing this end can see moved, so both (never a wake too few).
+    assert_eq!(wakes(|l| l.reader_flags = posted(8)), (true, true));
 }
 
 #[test]
@@ -72,10 +108,10 @@ fn every_change_wakes_its_side() {
                 l.freed += 1;
             }
             if bits & 4 != 0 {
-                l.writer_flags += 1;
+                l.writer_flags = flags(5, F_DONE_WRITING);
             }
             if bits & 8 != 0 {
-                l.reader_flags += 1;
+                l.reader_flags = flags(6, F_CLOSED);
             }
         });
         let flags = bits & 12 != 0;
