@@ -11,7 +11,8 @@
 //!
 //! Waiting follows the seed's poll-then-sleep: a side that must wait posts a wait request
 //! (`prepare_wait`), re-checks, and sleeps on its socket's wait queue; the peer rings the
-//! doorbell only when asked, and the doorbell wakes the socket.
+//! doorbell only when asked, and the doorbell wakes the socket's readers or writers by what
+//! changed (`bell.rs`, with the sweep that stands in for a lost doorbell).
 //!
 //! Small writes are gathered as TCP does (Nagle, `TCP_CORK`, `MSG_MORE`): see `nagle.rs`.
 //! `send` and `recv` themselves are in `transfer.rs` (with `direct.rs`: one copy for
