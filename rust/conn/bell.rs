@@ -6,7 +6,7 @@
 use super::{read_sock, Conn};
 use crate::fabric::memory::SegMem;
 use crate::fabric::Fabric;
-use crate::proto::queue::{bell_wakes, PeerLines};
+use crate::proto::queue::{bell_wakes, BellWakes, PeerLines};
 use crate::sys::wake::{wake_sk, Wake};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -20,8 +20,6 @@ pub(super) struct Seen {
     writer_flags: AtomicU64,
     freed: AtomicU64,
     reader_flags: AtomicU64,
-    /// The receive area's size: the send queue's credit area follows it in the segment.
-    credit_base: usize,
     /// Doorbells that came (wrapping): the sweep's proof that one did.
     rung: AtomicU32,
 }
@@ -36,14 +34,14 @@ impl Seen {
             writer_flags: AtomicU64::new(l.writer_flags),
             freed: AtomicU64::new(l.freed),
             reader_flags: AtomicU64::new(l.reader_flags),
-            credit_base: rx_size,
             rung: AtomicU32::new(0),
         }
     }
 
-    /// Looks at the lines in `seg`: what they were at the last look, and are now.
-    fn look(&self, seg: &SegMem) -> (PeerLines, PeerLines) {
-        let now = PeerLines::load(seg, 0, self.credit_base);
+    /// Looks at the lines in `seg` (its receive area `rx_size` bytes long): what they were
+    /// at the last look, and are now.
+    fn look(&self, seg: &SegMem, rx_size: usize) -> (PeerLines, PeerLines) {
+        let now = PeerLines::load(seg, 0, rx_size);
         let before = PeerLines {
             arrived: self.arrived.swap(now.arrived, Ordering::AcqRel),
             writer_flags: self.writer_flags.swap(now.writer_flags, Ordering::AcqRel),
@@ -51,6 +49,13 @@ impl Seen {
             reader_flags: self.reader_flags.swap(now.reader_flags, Ordering::AcqRel),
         };
         (before, now)
+    }
+
+    /// Whether the producer cursor in `seg` moved since the last look: all an implicit
+    /// connection's doorbell asks (one load, one swap per datagram).
+    fn arrived(&self, seg: &SegMem) -> bool {
+        let now = PeerLines::arrived_at(seg, 0);
+        self.arrived.swap(now, Ordering::AcqRel) != now
     }
 }
 
@@ -68,18 +73,23 @@ impl Conn {
     #[must_use]
     pub(crate) fn doorbell(&self) -> bool {
         self.bell.rung.fetch_add(1, Ordering::Relaxed);
-        let (before, now) = self.bell.look(&self.seg);
+        let w = if self.carries_datagrams.load(Ordering::Relaxed) {
+            BellWakes {
+                readable: self.bell.arrived(&self.seg),
+                writable: false,
+            }
+        } else {
+            let (before, now) = self
+                .bell
+                .look(&self.seg, self.params.geometry.rx_area_size());
+            bell_wakes(before, now)
+        };
         let owner = self.owner.lock();
-        if !self.carries_datagrams.load(Ordering::Relaxed) {
-            let w = bell_wakes(before, now);
-            if w.readable {
-                wake_sk(*owner, Wake::Readable);
-            }
-            if w.writable {
-                wake_sk(*owner, Wake::Writable);
-            }
-        } else if before.arrived != now.arrived {
+        if w.readable {
             wake_sk(*owner, Wake::Readable);
+        }
+        if w.writable {
+            wake_sk(*owner, Wake::Writable);
         }
         drop(owner);
         self.slots.doorbell(self.id.slot)

@@ -242,12 +242,7 @@ void t_epoll_edge_space(void)
 		drained += r;
 	}
 	/* The space is back (TCP's window update, the ring's cursor): s is writable. */
-	for (int i = 0; i < 500; i++) {
-		struct pollfd p = { .fd = s, .events = POLLOUT };
-
-		if (poll(&p, 1, 10) == 1)
-			break;
-	}
+	wait_for(s, POLLOUT);
 	n = epwait(ep, out, 0);
 	CHECK(n == 0, "an EPOLLIN edge for space freed by the peer's reads, without new data "
 	      "(%#x); TCP wakes an EPOLLIN watch only for an arrival", out[0].events);

@@ -36,11 +36,16 @@ impl PeerLines {
     /// `credit_base`, both in `seg`.
     pub(crate) fn load<S: Segment>(seg: &S, rx_base: usize, credit_base: usize) -> Self {
         Self {
-            arrived: seg.load_u64(at(rx_base, RX_PROD_CURSOR)),
+            arrived: Self::arrived_at(seg, rx_base),
             writer_flags: seg.load_u64(at(rx_base, RX_PROD_FLAGS)),
             freed: seg.load_u64(at(credit_base, CREDIT_CONS_CURSOR)),
             reader_flags: seg.load_u64(at(credit_base, CREDIT_CONS_FLAGS)),
         }
+    }
+
+    /// Loads the receive area's producer cursor alone (at `rx_base` in `seg`).
+    pub(crate) fn arrived_at<S: Segment>(seg: &S, rx_base: usize) -> u64 {
+        seg.load_u64(at(rx_base, RX_PROD_CURSOR))
     }
 }
 
