@@ -11,9 +11,8 @@
 //! table from [`shared`].
 
 use crate::socket::native::SockAddr;
-use crate::socket::registry::{Slot, SockInfo};
+use crate::socket::registry::{Registry, Slot, SockInfo};
 use crate::socket::sk::{OwnSk, SkRef};
-use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::{count_of, errno_of};
 use crate::sys::net::{File, Msg, OptVal, PollTable};
@@ -87,16 +86,21 @@ impl Membership {
         Self(AtomicU64::new(0))
     }
 
-    /// Enters `own`, whose state is a `T`, in `stack`'s registry, in `slot` (reserved
-    /// where failing was still possible).
-    pub(crate) fn join<T: SocketOps>(&self, stack: &Stack, own: &OwnSk, slot: Slot<Registered>) {
-        let id = stack.sockets.insert(slot, Registered::new::<T>(own));
+    /// Enters `own`, whose state is a `T`, in `sockets` (its stack's registry), in `slot`
+    /// (reserved where failing was still possible).
+    pub(crate) fn join<T: SocketOps>(
+        &self,
+        sockets: &Registry<Registered>,
+        own: &OwnSk,
+        slot: Slot<Registered>,
+    ) {
+        let id = sockets.insert(slot, Registered::new::<T>(own));
         self.0.store(id, Ordering::Relaxed);
     }
 
-    /// Leaves `stack`'s registry: once this returns, no dump looks at the socket.
-    pub(crate) fn leave(&self, stack: &Stack) {
-        stack.sockets.remove(self.0.load(Ordering::Relaxed));
+    /// Leaves `sockets`: once this returns, no dump looks at the socket.
+    pub(crate) fn leave(&self, sockets: &Registry<Registered>) {
+        sockets.remove(self.0.load(Ordering::Relaxed));
     }
 }
 
@@ -109,15 +113,16 @@ fn info_of<T: SocketOps>(own: &OwnSk) -> SockInfo {
     unsafe { state_of::<T>(own.as_ptr()) }.diag(own)
 }
 
-/// Calls `f` on every `AF_SCI` socket in `stack`'s registry of namespace `net` whose
-/// registry id is above `after`, in id order, until it returns false (the socket dump).
+/// Calls `f` on every `AF_SCI` socket in `sockets` (a stack's registry) of namespace `net`
+/// whose registry id is above `after`, in id order, until it returns false (the socket
+/// dump).
 pub(crate) fn for_each_socket(
-    stack: &Stack,
+    sockets: &Registry<Registered>,
     net: *mut bindings::net,
     after: u64,
     mut f: impl FnMut(u64, &SockInfo) -> bool,
 ) {
-    stack.sockets.visit_after(after, |id, entry| {
+    sockets.visit_after(after, |id, entry| {
         let own = entry.sk.own();
         if own.net() != net {
             return true;

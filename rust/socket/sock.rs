@@ -195,7 +195,7 @@ impl SciSock {
 
     /// Enters the socket in the registry (`scictl sockets`), in `slot`.
     pub(crate) fn register(&self, own: &OwnSk, slot: Slot<Registered>) {
-        self.registry.join::<Self>(&self.stack, own, slot);
+        self.registry.join::<Self>(&self.stack.sockets, own, slot);
     }
 
     /// Why the socket is native.
@@ -612,7 +612,7 @@ impl SciSock {
     /// `close(2)`: the native socket closes as TCP does (with `SO_LINGER` if set).
     pub(crate) fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
-        self.registry.leave(&self.stack);
+        self.registry.leave(&self.stack.sockets);
         self.cancel_pending(own);
         self.leave_join_point();
         {

@@ -363,7 +363,7 @@ fn put_sock(w: &mut Writer<'_>, s: &SockInfo) -> Result {
 pub(crate) fn sock_dump(stack: &Stack, d: &mut Dump<'_>) -> Result {
     let mut last = d.position();
     let net = d.net();
-    for_each_socket(stack, net, last, |id, info| {
+    for_each_socket(&stack.sockets, net, last, |id, info| {
         let written = d.message(CMD_SOCK_GET, |w| w.nest(A_SOCK, |w| put_sock(w, info)));
         if written {
             last = id;

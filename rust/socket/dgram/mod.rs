@@ -75,7 +75,7 @@ impl SciDgram {
 
     /// Enters the socket in the registry (`scictl sockets --udp`), in `slot`.
     pub(crate) fn register(&self, own: &OwnSk, slot: Slot<Registered>) {
-        self.registry.join::<Self>(&self.stack, own, slot);
+        self.registry.join::<Self>(&self.stack.sockets, own, slot);
     }
 
     /// Creates the native socket of a new socket (born `AF_INET`).
@@ -544,7 +544,7 @@ impl SocketOps for SciDgram {
     /// `close(2)`: the native socket closes (and its queued datagrams go with it).
     fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
-        self.registry.leave(&self.stack);
+        self.registry.leave(&self.stack.sockets);
         // Its connections end before the native socket goes (the endpoint reads it).
         self.close_endpoint();
         self.slot.release();
