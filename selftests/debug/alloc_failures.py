@@ -8,7 +8,10 @@ Two ways of failing, both deterministic:
 * **In the caller's task: every allocation in turn** (the fail-nth walk syzkaller uses,
   Documentation/fault-injection/fault-injection.rst). For each operation -- socket
   creation, bind, listen, connect over the SCI path, connect that falls back to TCP (the
-  handover), accept, send and receive, SCI_INFO, the netlink dumps -- write N to
+  handover), accept, send and receive, SCI_INFO, the netlink dumps; and for datagram
+  sockets creation, bind, the first datagram to a node of the fabric (which starts an
+  implicit connection in the sender's task) and datagrams over an implicit connection --
+  write N to
   /proc/thread-self/fail-nth, run the operation once, and read the file back: 0 means the
   Nth allocation of the call failed (failslab or fail_page_alloc), so try N+1; non-zero
   means the call made fewer than N allocations and the walk of that operation is done.
@@ -21,7 +24,10 @@ Two ways of failing, both deterministic:
   of connections): make-it-fail on those tasks, failslab and
   fail_page_alloc with the task filter, every INTERVALth allocation failing, while 200
   connections are made; each must connect (over SCI or by falling back) and carry its data
-  intact, or be refused with a clear error.
+  intact, or be refused with a clear error. Then, still failing, 100 datagram senders each
+  start an implicit connection to a receiver of its own (the listener kthread serves the
+  request and allocates the receiving end): every datagram arrives once, over SCI or over
+  UDP when the connection could not be made.
 
 usage: alloc_failures.py [--max-n N] [--interval K]
 """
@@ -217,6 +223,69 @@ def works(port):
         s.close()
 
 
+def dgram_socket():
+    """An AF_SCI datagram socket (the preload rewrites UDP sockets too)."""
+    s = socket.socket(AF_SCI, socket.SOCK_DGRAM, 0)
+    s.settimeout(TIMEOUT)
+    return s
+
+
+def dgram_pair():
+    """A receiver and a sender, both bound to 127.0.0.1 (so both have their endpoint on the
+    fabric)."""
+    r, s = dgram_socket(), dgram_socket()
+    r.bind(("127.0.0.1", 0))
+    s.bind(("127.0.0.1", 0))
+    return r, s
+
+
+def deliver(s, r, payloads):
+    """Sends `payloads` from `s` to `r` and reads as many datagrams back: None when each
+    came exactly once, else what went wrong. Datagrams that raced over UDP and over SCI may
+    come in either order (Documentation/af_sci.rst, "Datagram sockets"), so the set counts."""
+    for p in payloads:
+        s.sendto(p, r.getsockname())
+    got = []
+    try:
+        while len(got) < len(payloads):
+            got.append(r.recv(65536))
+    except TimeoutError:
+        return f"{len(payloads) - len(got)} of {len(payloads)} datagrams never came"
+    if sorted(got) != sorted(payloads):
+        return "the datagrams that came are not the ones sent"
+    r.setblocking(False)
+    try:
+        extra = r.recv(65536)
+        return f"a datagram came twice or uninvited ({extra[:16]!r})"
+    except BlockingIOError:
+        return None
+    finally:
+        r.settimeout(TIMEOUT)
+
+
+def bring_up(s, r, limit=TIMEOUT):
+    """Sends probes from `s` to `r` until one goes over an implicit connection (the
+    sender's SCI_INFO says sci once a datagram took one), at most for `limit` s: the
+    first probe starts the connection, and the ones before it is up go over UDP. Every
+    probe must arrive once. Returns (up, what went wrong or None)."""
+    end = time.monotonic() + limit
+    i = 0
+    while True:
+        why = deliver(s, r, [f"probe-{i}".encode()])
+        if why:
+            return False, why
+        if info(s)[0] == "sci":
+            return True, None
+        if time.monotonic() >= end:
+            return False, None
+        i += 1
+        time.sleep(0.01)
+
+
+def payloads(tag, n):
+    return [f"{tag}-{i}-".encode() + bytes(range(i % 200)) for i in range(n)]
+
+
 class FailNth:
     """The calling thread's fail-nth file, opened once: reading and resetting it must not
     allocate in the kernel, or a count the call left over would fail that instead."""
@@ -377,6 +446,52 @@ def main():
     def dump(cmd):
         return lambda st: st["genl"].dump(cmd)
 
+    def with_dgram():
+        d = dgram_socket()
+        return {"socks": [d], "s": d}
+
+    def new_dgram(st):
+        d = socket.socket(AF_SCI, socket.SOCK_DGRAM, 0)
+        st["socks"].append(d)
+        return d
+
+    def dgram_bound_ok(st, _):
+        # The bound socket takes datagrams (over UDP, or over SCI once its endpoint is up).
+        snd = dgram_socket()
+        st["socks"].append(snd)
+        return deliver(snd, st["s"], payloads("bound", 3))
+
+    def with_dgram_pair():
+        r, snd = dgram_pair()
+        return {"socks": [r, snd], "r": r, "s": snd}
+
+    def first_dgram(st):
+        st["s"].sendto(b"first", st["r"].getsockname())
+
+    def first_ok(st, _):
+        # The first datagram went over UDP while the connection it started comes up (or
+        # not, if its allocation failed): it arrives, and so do the ones after it, over
+        # either path, each once.
+        try:
+            if st["r"].recv(65536) != b"first":
+                return "another datagram came instead of the first"
+        except TimeoutError:
+            return "the first datagram never came"
+        return deliver(st["s"], st["r"], payloads("after", 20))
+
+    def with_implicit():
+        st = with_dgram_pair()
+        st["up"], st["why"] = bring_up(st["s"], st["r"])
+        return st
+
+    def over_implicit(st):
+        return deliver(st["s"], st["r"], payloads("sci", 20))
+
+    def over_implicit_ok(st, why):
+        if not st["up"]:
+            return st["why"] or "the implicit connection never came up"
+        return why
+
     walks = [
         ("socket(AF_SCI)", fresh, new_socket, lambda st, s: None),
         ("bind", with_socket, lambda st: st["s"].bind(("127.0.0.1", 0)), lambda st, r: None),
@@ -388,6 +503,13 @@ def main():
         ("send and receive 256 KiB over SCI", with_connected, send_recv,
          lambda st, r: None if r else "the data did not come back intact"),
         ("getsockopt SCI_INFO", with_connected, lambda st: info(st["s"]), lambda st, r: None),
+        ("socket(AF_SCI, SOCK_DGRAM)", fresh, new_dgram, lambda st, s: None),
+        ("bind a datagram socket (its endpoint on the fabric)", with_dgram,
+         lambda st: st["s"].bind(("127.0.0.1", 0)), dgram_bound_ok),
+        ("the first datagram to a node of the fabric (starts an implicit connection)",
+         with_dgram_pair, first_dgram, first_ok),
+        ("20 datagrams over an implicit connection", with_implicit, over_implicit,
+         over_implicit_ok),
     ]
     # A dump's messages are allocated by the netlink core before it calls the module's
     # dump callback (which then only fills them): walked without the stack filter, every
@@ -438,20 +560,53 @@ def main():
                 broken.append(f"connection {i}: {os.strerror(e.errno)}")
         finally:
             s.close()
-    kthread_failures = 0
-    for kind in ("failslab", "fail_page_alloc"):
-        with open(f"{DBG}/{kind}/times") as f:
-            kthread_failures += budget - int(f.read())
+    def kthread_failed():
+        n = 0
+        for kind in ("failslab", "fail_page_alloc"):
+            with open(f"{DBG}/{kind}/times") as f:
+                n += budget - int(f.read())
+        return n
+    stream_failures = kthread_failed()
+    # Datagram senders, each to a receiver of its own: the first datagrams go over UDP
+    # and start an implicit connection, whose request the listener kthread serves (it
+    # allocates the receiving end); the next ones go over SCI if it came up.
+    dmodes = {}
+    dbroken = []
+    for i in range(100):
+        r, snd = dgram_pair()
+        try:
+            # 2 s for the connection: one whose set-up failed is never up.
+            up, why = bring_up(snd, r, 2)
+            why = why or deliver(snd, r, payloads(f"k{i}", 8))
+            dmodes["sci" if up else "udp"] = dmodes.get("sci" if up else "udp", 0) + 1
+            if why:
+                dbroken.append(f"sender {i} ({'sci' if up else 'udp'}): {why}")
+        except OSError as e:
+            key = errno.errorcode.get(e.errno, str(e.errno))
+            dmodes[key] = dmodes.get(key, 0) + 1
+            if e.errno not in NO_MEMORY:
+                dbroken.append(f"sender {i}: {os.strerror(e.errno)}")
+        finally:
+            r.close()
+            snd.close()
+    kthread_failures = kthread_failed()
     configure(task_filter=True, probability=0)
     for _, pid in pids:
         write(f"/proc/{pid}/make-it-fail", 0)
-    tap.note(f"kthreads: every {args.interval}th allocation failed, {kthread_failures} in all; "
-             f"outcomes: {', '.join(f'{k} {v}' for k, v in sorted(modes.items()))}")
-    for b in broken[:10]:
+    tap.note(f"kthreads: every {args.interval}th allocation failed, {kthread_failures} in all "
+             f"({stream_failures} under the connections, {kthread_failures - stream_failures} "
+             f"under the datagram senders); connections: "
+             f"{', '.join(f'{k} {v}' for k, v in sorted(modes.items()))}; datagram senders: "
+             f"{', '.join(f'{k} {v}' for k, v in sorted(dmodes.items()))}")
+    for b in (broken + dbroken)[:10]:
         tap.note(f"  {b}")
-    tap.check(kthread_failures > 0, f"the kthreads' allocations did fail ({kthread_failures})")
+    tap.check(kthread_failures - stream_failures > 0,
+              f"the kthreads' allocations did fail under the datagram senders "
+              f"({kthread_failures - stream_failures})")
     tap.check(not broken, "200 connections while the module's kthreads' allocations fail: "
               "each connects and carries its data intact, or is refused cleanly")
+    tap.check(not dbroken, "100 datagram senders while the module's kthreads' allocations "
+              "fail: every datagram arrives exactly once, over SCI or over UDP")
     tap.check(works(sci.port), "after the kthreads' failures: a fresh SCI connection works")
     sci.close()
     tcp.close()
