@@ -283,6 +283,7 @@ def bring_up(s, r, limit=TIMEOUT):
 
 
 def payloads(tag, n):
+    """`n` distinct datagrams of different lengths, named by `tag`."""
     return [f"{tag}-{i}-".encode() + bytes(range(i % 200)) for i in range(n)]
 
 
