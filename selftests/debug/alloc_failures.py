@@ -579,9 +579,10 @@ def main():
             # 2 s for the connection: one whose set-up failed is never up.
             up, why = bring_up(snd, r, 2)
             why = why or deliver(snd, r, payloads(f"k{i}", 8))
-            dmodes["sci" if up else "udp"] = dmodes.get("sci" if up else "udp", 0) + 1
+            mode = "sci" if up else "udp"
+            dmodes[mode] = dmodes.get(mode, 0) + 1
             if why:
-                dbroken.append(f"sender {i} ({'sci' if up else 'udp'}): {why}")
+                dbroken.append(f"sender {i} ({mode}): {why}")
         except OSError as e:
             key = errno.errorcode.get(e.errno, str(e.errno))
             dmodes[key] = dmodes.get(key, 0) + 1
