@@ -12,11 +12,15 @@
 //! `ip addr add`, a namespace that starts publishing), rewriting them only when they
 //! changed. Whether an address a peer claims is believed is the administrator's decision:
 //! a loaded node map is used instead, whatever peers publish.
+//!
+//! This file reads and writes the region; which peers are linked is the attachment's to
+//! say, so the lookups take them as an iterator: the attachment and the fabric call in,
+//! this file calls neither.
 
-use super::attachment::Attachment;
 use crate::config::rules::Ip;
 use crate::fabric::{FabricEvents, NodeId};
 use crate::proto::region::{PublishedAddr, Region, MAX_PUBLISHED};
+use crate::proto::segment::Segment;
 use core::fmt;
 use kernel::prelude::*;
 
@@ -51,7 +55,7 @@ impl HostAddrs {
 
     /// What `node` published, read from `region` (none if it is rewriting them each time
     /// it is read).
-    fn of<S: crate::proto::segment::Segment>(region: &Region<S>, node: NodeId) -> Self {
+    fn of<S: Segment>(region: &Region<S>, node: NodeId) -> Self {
         let mut a = Self::default();
         a.count = (0..READ_TRIES)
             .find_map(|_| region.read_published(node, &mut a.list))
@@ -111,6 +115,27 @@ impl Published {
         self.addrs = addrs;
         self.next_ms = now.saturating_add(RECHECK_MS);
     }
+
+    /// Publishes node `me`'s addresses in `region` again if the layer above (`events`)
+    /// lists others than the last look found (once every [`RECHECK_MS`], at the
+    /// poller's tick).
+    pub(super) fn republish<S: Segment>(
+        &mut self,
+        region: &Region<S>,
+        me: NodeId,
+        events: &dyn FabricEvents,
+        now: u64,
+    ) {
+        if now < self.next_ms {
+            return;
+        }
+        self.next_ms = now.saturating_add(RECHECK_MS);
+        let addrs = HostAddrs::now(events);
+        if addrs != self.addrs {
+            region.publish_addresses(me, addrs.as_slice());
+            self.record(me, addrs, now);
+        }
+    }
 }
 
 /// A published address as the node map matches it (IPv4-mapped becomes IPv4).
@@ -118,52 +143,37 @@ fn to_ip(a: PublishedAddr) -> Ip {
     Ip::V6(a).canonical()
 }
 
-impl Attachment {
-    /// The linked peers, in node order.
-    fn linked_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
-        (0..self.region.layout().nodes())
-            .filter_map(|n| NodeId::try_from(n).ok())
-            .filter(move |&n| n != self.me && self.reaches(n))
-    }
+/// The first of `peers` that published `ip` in `region` (the attachment passes its
+/// linked peers in node order: the lowest id wins when several claim it).
+pub(super) fn node_with_address<S: Segment>(
+    region: &Region<S>,
+    mut peers: impl Iterator<Item = NodeId>,
+    ip: Ip,
+) -> Option<NodeId> {
+    let want = ip.v6_bytes();
+    peers.find(|&n| HostAddrs::of(region, n).as_slice().contains(&want))
+}
 
-    /// Publishes this node's addresses again if they changed since the last look
-    /// (once every [`RECHECK_MS`]). Called by the poller's tick.
-    pub(super) fn republish(&self, now: u64) {
-        let mut p = self.published.lock();
-        if now < p.next_ms {
-            return;
-        }
-        p.next_ms = now.saturating_add(RECHECK_MS);
-        let addrs = HostAddrs::now(&*self.events);
-        if addrs != p.addrs {
-            self.region.publish_addresses(self.me, addrs.as_slice());
-            p.record(self.me, addrs, now);
-        }
-    }
-
-    /// The linked peer that published `ip` (the lowest id, if several claim it).
-    pub(super) fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
-        let want = ip.v6_bytes();
-        self.linked_peers()
-            .find(|&n| HostAddrs::of(&self.region, n).as_slice().contains(&want))
-    }
-
-    /// Calls `f` on the addresses linked peers published, in node order, from the
-    /// `skip`th on, until it returns false.
-    pub(super) fn visit_published(&self, skip: usize, f: &mut dyn FnMut(Ip, NodeId) -> bool) {
-        let mut skip = skip;
-        for n in self.linked_peers() {
-            let addrs = HostAddrs::of(&self.region, n);
-            let list = addrs.as_slice();
-            let Some(rest) = list.get(skip..) else {
-                skip = skip.saturating_sub(list.len());
-                continue;
-            };
-            skip = 0;
-            for a in rest {
-                if !f(to_ip(*a), n) {
-                    return;
-                }
+/// Calls `f` on the addresses `peers` published in `region`, in their order, from the
+/// `skip`th on, until it returns false.
+pub(super) fn visit_published<S: Segment>(
+    region: &Region<S>,
+    peers: impl Iterator<Item = NodeId>,
+    skip: usize,
+    f: &mut dyn FnMut(Ip, NodeId) -> bool,
+) {
+    let mut skip = skip;
+    for n in peers {
+        let addrs = HostAddrs::of(region, n);
+        let list = addrs.as_slice();
+        let Some(rest) = list.get(skip..) else {
+            skip = skip.saturating_sub(list.len());
+            continue;
+        };
+        skip = 0;
+        for a in rest {
+            if !f(to_ip(*a), n) {
+                return;
             }
         }
     }

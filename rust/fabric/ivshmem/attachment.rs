@@ -325,6 +325,13 @@ impl Attachment {
             .is_some_and(|p| p.reachable.load(Ordering::Acquire))
     }
 
+    /// The linked peers, in node order.
+    pub(super) fn linked_peers(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.region.layout().nodes())
+            .filter_map(|n| NodeId::try_from(n).ok())
+            .filter(move |&n| n != self.me && self.reaches(n))
+    }
+
     /// Rings `peer`'s interrupt, if it takes them and this device can send them.
     fn ring(&self, peer: &Peer) {
         let d = peer.doorbell.load(Ordering::Acquire);
@@ -354,7 +361,9 @@ impl Attachment {
                 self.tick_peer(peer, now);
             }
         }
-        self.republish(now);
+        self.published
+            .lock()
+            .republish(&self.region, self.me, &*self.events, now);
     }
 
     fn tick_peer(&self, peer: &Peer, now: u64) {

@@ -20,10 +20,9 @@
 //! there while it runs), then frees the interrupt and the vectors while the device is
 //! still bound; the mappings go when their last user does.
 
-use super::attachment::Attachment;
 use crate::fabric::memory::DeviceMem;
 use crate::sys::pci::{
-    self, BusMaster, DeviceId, Enabled, IoMem, IrqVectors, Regions, ThreadedIrq,
+    self, BusMaster, DeviceId, Enabled, IoMem, IrqHandler, IrqVectors, Regions, ThreadedIrq,
 };
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
@@ -35,6 +34,13 @@ pub(super) const REG_DOORBELL: usize = 12;
 /// Bytes of BAR0.
 const REGS_LEN: usize = 256;
 
+/// A requested interrupt, whoever handles it (freed when the last reference goes). The
+/// device holds its handler's interrupt without naming the handler: the attachment,
+/// which sits above the device, handles it.
+trait RequestedIrq: Send + Sync {}
+
+impl<T: IrqHandler> RequestedIrq for ThreadedIrq<T> {}
+
 /// One bound ivshmem device.
 #[pin_data]
 pub(super) struct IvshmemDev {
@@ -44,9 +50,10 @@ pub(super) struct IvshmemDev {
     pub(super) mem: Arc<DeviceMem>,
     /// `IVPosition` as read at probe time.
     pub(super) ivposition: u32,
-    /// The fabric's interrupt handler, while it runs (freed before the vectors).
+    /// The fabric's interrupt handler, while it runs (freed before the vectors; the
+    /// device holds the only reference).
     #[pin]
-    irq: Mutex<Option<ThreadedIrq<Attachment>>>,
+    irq: Mutex<Option<Arc<dyn RequestedIrq>>>,
     /// The MSI-X vector (doorbell model only).
     #[pin]
     vectors: Mutex<Option<IrqVectors>>,
@@ -62,11 +69,13 @@ impl IvshmemDev {
         self.vectors.lock().is_some()
     }
 
-    /// Registers `shared` as the handler of vector 0.
-    pub(super) fn request_irq(&self, shared: Arc<Attachment>) -> Result {
+    /// Registers `handler` as the handler of vector 0.
+    pub(super) fn request_irq<H: IrqHandler>(&self, handler: Arc<H>) -> Result {
         let vectors = self.vectors.lock();
         let v = vectors.as_ref().ok_or(ENODEV)?;
-        let irq = ThreadedIrq::request(v, 0, kernel::c_str!("af_sci-ivshmem"), shared)?;
+        let irq = ThreadedIrq::request(v, 0, kernel::c_str!("af_sci-ivshmem"), handler)?;
+        // On failure the interrupt is freed here, as `irq` goes.
+        let irq: Arc<dyn RequestedIrq> = Arc::new(irq, GFP_KERNEL)?;
         *self.irq.lock() = Some(irq);
         Ok(())
     }

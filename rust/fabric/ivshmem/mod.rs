@@ -370,12 +370,13 @@ impl Fabric for Ivshmem {
     }
 
     fn node_with_address(&self, ip: Ip) -> Option<NodeId> {
-        self.attached()?.node_with_address(ip)
+        let a = self.attached()?;
+        addresses::node_with_address(&a.region, a.linked_peers(), ip)
     }
 
     fn visit_published(&self, skip: usize, f: &mut dyn FnMut(Ip, NodeId) -> bool) {
         if let Some(a) = self.attached() {
-            a.visit_published(skip, f);
+            addresses::visit_published(&a.region, a.linked_peers(), skip, f);
         }
     }
 
