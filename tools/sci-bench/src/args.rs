@@ -1,6 +1,6 @@
 //! Command line.
 
-use crate::bench::Test;
+use crate::measure::Test;
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use std::net::SocketAddrV4;

@@ -2,10 +2,10 @@
 //! AZ-SDP's hot-spot test (N clients against one server thread and its epoll loop), and
 //! the hot-spot server and the clients' aggregate rate, which the remote mode shares.
 
-use crate::bench::{
-    accept_checked, check, connect, echo, join, listen, recv_check, transact, Net, Observed,
-    Sample, IO_TIMEOUT,
+use crate::conn::{
+    accept_checked, check, connect, echo, join, listen, recv_check, transact, IO_TIMEOUT,
 };
+use crate::measure::{Net, Observed, Sample};
 use crate::sys::{Poller, Sock};
 use std::io;
 use std::sync::mpsc;

@@ -6,6 +6,8 @@
 mod args;
 mod bench;
 mod concurrent;
+mod conn;
+mod measure;
 mod remote;
 mod report;
 mod smc;
@@ -14,7 +16,7 @@ mod sys;
 mod worker;
 
 use args::{Command, Family, RunOpts};
-use bench::{Net, Observed, Sample, Test};
+use measure::{Net, Observed, Sample, Test};
 use report::{Column, Report, Row};
 use std::io::{self, Write};
 use std::process::ExitCode;

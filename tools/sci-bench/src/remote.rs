@@ -11,7 +11,8 @@
 //! connection still costs one round trip besides connect and close.
 
 use crate::args::Family;
-use crate::bench::{self, Net, Observed, Sample, SockCheck, IO_TIMEOUT};
+use crate::conn::{self, IO_TIMEOUT};
+use crate::measure::{self, Net, Observed, Sample, SockCheck};
 use crate::stats;
 use crate::sys::{self, Endpoint, SciInfo, Sock};
 use std::io;
@@ -168,12 +169,12 @@ fn handle(s: &Sock, net: Net, sci_af: Option<i32>) -> io::Result<()> {
         return Ok(());
     }
     let hello = Hello::decode(&h)?;
-    let check = encode_check(&bench::check(s, net, sci_af)?);
+    let check = encode_check(&conn::check(s, net, sci_af)?);
     let (req, resp) = (hello.req as usize, hello.resp as usize);
     match hello.role {
         Role::Echo => {
             s.send_all(&check)?;
-            bench::echo(s, req, resp)
+            conn::echo(s, req, resp)
         }
         Role::Sink => {
             s.send_all(&check)?;
@@ -231,12 +232,12 @@ fn open(
     addr: SocketAddrV4,
     hello: Hello,
 ) -> io::Result<(Sock, [SockCheck; 2])> {
-    let c = bench::connect(net, &Endpoint::V4(addr))?;
+    let c = conn::connect(net, &Endpoint::V4(addr))?;
     c.set_timeouts(IO_TIMEOUT)?;
     c.send_all(&hello.encode())?;
     let mut r = [0u8; CHECK_LEN];
     c.recv_all(&mut r)?;
-    let mine = bench::check(&c, net, sci_af)?;
+    let mine = conn::check(&c, net, sci_af)?;
     Ok((c, [mine, decode_check(&r)]))
 }
 
@@ -282,7 +283,7 @@ fn pingpong(
     dur: Duration,
 ) -> io::Result<Sample> {
     let (c, checks) = echo_conn(net, sci_af, addr, size, size)?;
-    let (_, _, mut lat) = bench::transact(&c, size, size, dur / 10, dur, true)?;
+    let (_, _, mut lat) = conn::transact(&c, size, size, dur / 10, dur, true)?;
     let (med, p99) =
         stats::latency_us(&mut lat).ok_or_else(|| io::Error::other("no round trip measured"))?;
     Ok(Sample {
@@ -300,7 +301,7 @@ fn rr(
     dur: Duration,
 ) -> io::Result<Sample> {
     let (c, checks) = echo_conn(net, sci_af, addr, req, resp)?;
-    let (n, elapsed, _) = bench::transact(&c, req, resp, dur / 10, dur, false)?;
+    let (n, elapsed, _) = conn::transact(&c, req, resp, dur / 10, dur, false)?;
     Ok(Sample {
         values: vec![n as f64 / elapsed.as_secs_f64()],
         observed: observed(&checks),
@@ -368,12 +369,12 @@ fn crr(
     // 4 x `dur` of wall time when checking is slow.
     while active < dur && started.elapsed() < dur * 4 {
         let t0 = Instant::now();
-        let c = bench::connect(net, &Endpoint::V4(addr))?;
+        let c = conn::connect(net, &Endpoint::V4(addr))?;
         c.set_timeouts(IO_TIMEOUT)?;
         c.send_all(&req)?;
         c.recv_all(&mut resp)?;
         let t1 = Instant::now();
-        let checks = [bench::check(&c, net, sci_af)?, decode_check(&resp)];
+        let checks = [conn::check(&c, net, sci_af)?, decode_check(&resp)];
         obs.merge(&observed(&checks));
         let t2 = Instant::now();
         drop(c);
@@ -438,15 +439,15 @@ fn concurrent(
     })
 }
 
-/// Runs `test` once against the server at `addr` (see [`bench::run`]).
+/// Runs `test` once against the server at `addr` (see [`crate::bench::run`]).
 pub fn run(
     net: Net,
     sci_af: Option<i32>,
     addr: SocketAddrV4,
-    test: &bench::Test,
+    test: &measure::Test,
     dur: Duration,
 ) -> io::Result<Sample> {
-    use bench::Test;
+    use measure::Test;
     match *test {
         Test::PingPong { size } => pingpong(net, sci_af, addr, size, dur),
         Test::Stream { size } => stream(net, sci_af, addr, size, dur),
@@ -506,25 +507,25 @@ mod tests {
         let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
         thread::spawn(move || serve(addr, Family::Tcp));
         let end = Instant::now() + Duration::from_secs(10);
-        while bench::connect(Net::Tcp, &Endpoint::V4(addr)).is_err() {
+        while conn::connect(Net::Tcp, &Endpoint::V4(addr)).is_err() {
             assert!(Instant::now() < end, "the server did not start");
             thread::sleep(Duration::from_millis(10));
         }
         let dur = Duration::from_millis(30);
         let tests = [
-            bench::Test::PingPong { size: 14 },
-            bench::Test::PingPong { size: 65536 },
-            bench::Test::Stream { size: 4096 },
-            bench::Test::Rr {
+            measure::Test::PingPong { size: 14 },
+            measure::Test::PingPong { size: 65536 },
+            measure::Test::Stream { size: 4096 },
+            measure::Test::Rr {
                 req: 64,
                 resp: 1024,
             },
-            bench::Test::Crr { size: 14 },
-            bench::Test::Multi {
+            measure::Test::Crr { size: 14 },
+            measure::Test::Multi {
                 streams: 3,
                 size: 64,
             },
-            bench::Test::HotSpot {
+            measure::Test::HotSpot {
                 clients: 3,
                 size: 64,
             },

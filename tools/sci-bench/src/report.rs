@@ -1,7 +1,7 @@
 //! Column labels (what each family's sockets really were), the table and the JSON report.
 
 use crate::args::Family;
-use crate::bench::{Better, Observed};
+use crate::measure::{Better, Observed};
 use crate::smc;
 use crate::sys::AF_SMC;
 use serde::Serialize;

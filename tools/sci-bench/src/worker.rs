@@ -2,7 +2,8 @@
 //! preload (`sci-run sci-bench worker`), so that what is measured is an unmodified program's
 //! path. The parent sends one JSON line per run; the child answers with one JSON line.
 
-use crate::bench::{self, Net, Sample, Test};
+use crate::bench;
+use crate::measure::{Net, Sample, Test};
 use crate::sys;
 use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, BufReader, Write};

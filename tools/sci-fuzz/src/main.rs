@@ -41,6 +41,7 @@ mod ops;
 mod peers;
 mod report;
 mod rng;
+mod shared;
 mod sys;
 mod worker;
 
@@ -112,7 +113,7 @@ fn parse_args(argv: &[String]) -> Result<Option<Args>, String> {
             _ => return Err(format!("unknown argument '{arg}'")),
         }
     }
-    if a.procs == 0 || a.threads == 0 || a.threads as usize > worker::MAX_THREADS {
+    if a.procs == 0 || a.threads == 0 || a.threads as usize > shared::MAX_THREADS {
         return Err("--procs and --threads want 1 or more (threads at most 64)".into());
     }
     if a.hang == 0 {

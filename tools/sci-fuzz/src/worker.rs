@@ -6,45 +6,11 @@ use crate::mem::{Arena, BadPages};
 use crate::ops::Fuzzer;
 use crate::report::{Call, Report};
 use crate::rng::{derive, Rng};
+use crate::shared::{Ctx, MAX_THREADS, SLOTS};
 use crate::sys::{self, now_ms};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-pub const MAX_THREADS: usize = 64;
-
-/// What one fuzz thread is doing: the call it is in and since when (0: not in a call).
-pub struct Slot {
-    pub call: AtomicU32,
-    pub since: AtomicU64,
-    pub arg: AtomicI64,
-    pub tid: AtomicI32,
-    pub done: AtomicBool,
-}
-
-#[allow(clippy::declare_interior_mutable_const)]
-const SLOT: Slot = Slot {
-    call: AtomicU32::new(0),
-    since: AtomicU64::new(0),
-    arg: AtomicI64::new(0),
-    tid: AtomicI32::new(0),
-    done: AtomicBool::new(false),
-};
-pub static SLOTS: [Slot; MAX_THREADS] = [SLOT; MAX_THREADS];
-
-/// What the threads of one worker process share (read-mostly).
-pub struct Ctx {
-    pub family: i32,
-    pub peers: Vec<Peer>,
-    pub proc_index: u32,
-    pub bad: BadPages,
-    pub deadline: Instant,
-    pub trace: bool,
-    /// Sockets any thread may use (not close): concurrent calls on one socket.
-    pub shared: Mutex<Vec<i32>>,
-    /// Ports the threads' own listeners listen on: (port, IPv6, AF_SCI).
-    pub own_ports: Mutex<Vec<(u16, bool, bool)>>,
-}
 
 pub struct Opts {
     pub seed: u64,
