@@ -117,9 +117,14 @@ dkms-source:
 # the other lock debugging, kernel/bench.config; built once, cached) and builds the module
 # for it; the next make test builds the module for the test kernel again.
 # make bench KERNEL_VARIANT= measures on the test kernel instead.
+# The one-CPU floor of a ping-pong between two processes (selftests/bench/futex_pingpong.c).
+$(BUILD)/futex_pingpong: $(TOP)/selftests/bench/futex_pingpong.c
+	@mkdir -p $(BUILD)
+	cc -O2 -Wall -Wextra -Werror -o $@ $<
+
 .PHONY: bench
 bench: export KERNEL_VARIANT ?= bench
-bench: module tools
+bench: module tools $(BUILD)/futex_pingpong
 	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
 	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
 	echo; BENCH_PAIR_FABRIC=plain KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair --tests pingpong,stream; plain=$$?; \
