@@ -109,6 +109,11 @@ uninstall:
 dkms-source:
 	@DESTDIR=$(DESTDIR) VERSION=$(VERSION) $(TOP)/scripts/install.sh dkms-source
 
+# The one-CPU floor of a ping-pong between two processes (selftests/bench/futex_pingpong.c).
+$(BUILD)/futex_pingpong: $(TOP)/selftests/bench/futex_pingpong.c
+	@mkdir -p $(BUILD)
+	cc -O2 -Wall -Wextra -Werror -o $@ $<
+
 # Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
 # The single-guest part, then the inter-VM part (selftests/bench/bench-pair); both always run and
 # print their tables, and the target fails when either failed.
@@ -117,11 +122,6 @@ dkms-source:
 # the other lock debugging, kernel/bench.config; built once, cached) and builds the module
 # for it; the next make test builds the module for the test kernel again.
 # make bench KERNEL_VARIANT= measures on the test kernel instead.
-# The one-CPU floor of a ping-pong between two processes (selftests/bench/futex_pingpong.c).
-$(BUILD)/futex_pingpong: $(TOP)/selftests/bench/futex_pingpong.c
-	@mkdir -p $(BUILD)
-	cc -O2 -Wall -Wextra -Werror -o $@ $<
-
 .PHONY: bench
 bench: export KERNEL_VARIANT ?= bench
 bench: module tools $(BUILD)/futex_pingpong
