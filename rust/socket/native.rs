@@ -6,95 +6,22 @@
 //! longer) on the SCI data path.
 //!
 //! This is a thin wrapper: each method forwards to the native socket's own `proto_ops`
-//! (what only a UDP socket is asked is in `native_udp.rs`),
-//! and the native socket's wake-up callbacks are forwarded to the owning `AF_SCI`
-//! socket, the way `net/smc/af_smc.c` forwards those of its "clcsock" after a fallback.
+//! (what only a UDP socket is asked is in `native_udp.rs`); the native socket's wake-up
+//! callbacks are forwarded to the owning `AF_SCI` socket by `native_hooks.rs`.
 
-use crate::config::rules::{self, Ip};
-use crate::socket::sk::OwnSk;
+use crate::config::rules::Ip;
+use crate::socket::sockaddr::SockAddr;
 use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
 use crate::sys::net::{File, Msg, OptVal};
 use crate::sys::read_actor::ReadActor;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
 use kernel::error::{to_result, Result};
 
 /// At most this many connections of a listener's accept queue are looked at
 /// ([`Native::queued_peers`]).
 pub(crate) const QUEUED_PEERS_MAX: usize = 32;
-
-/// A socket address as the socket layer hands it to `proto_ops` (already copied into
-/// the kernel, at most `sizeof(struct sockaddr_storage)` bytes).
-#[derive(Clone, Copy)]
-pub(crate) struct SockAddr {
-    ptr: *mut bindings::sockaddr,
-    len: c_int,
-}
-
-impl SockAddr {
-    /// Wraps an address received from the socket layer.
-    pub(crate) fn new(ptr: *mut bindings::sockaddr, len: c_int) -> Self {
-        Self { ptr, len }
-    }
-
-    /// The address bytes (at most a `sockaddr_in6`), or `None` for no address.
-    pub(crate) fn bytes(&self) -> Option<&[u8]> {
-        if self.ptr.is_null() || self.len <= 0 {
-            return None;
-        }
-        let len = (self.len as usize).min(28);
-        // SAFETY: the socket layer copied `len` bytes of address into kernel memory at
-        // `ptr`, valid for the duration of the op that holds this `SockAddr`.
-        Some(unsafe { core::slice::from_raw_parts(self.ptr.cast::<u8>(), len) })
-    }
-
-    /// The address family, or `None` when the address is too short to hold one.
-    pub(crate) fn family(&self) -> Option<u16> {
-        if self.ptr.is_null() || self.len < core::mem::size_of::<u16>() as c_int {
-            return None;
-        }
-        // SAFETY: the socket layer copied `len` (>= 2) bytes of address into kernel memory
-        // at `ptr`; `sa_family` is the first field, read unaligned to be safe.
-        Some(unsafe { ptr::read_unaligned(ptr::addr_of!((*self.ptr).sa_family)) })
-    }
-
-    /// The destination of a message (`msg_name`, as the socket layer copied it in);
-    /// `None` when it has none.
-    pub(crate) fn of_msg(msg: Msg) -> Option<Self> {
-        // SAFETY: the socket layer passes a live message; `msg_name` is null or the
-        // kernel copy of the caller's address, `msg_namelen` bytes long.
-        let (ptr, len) = unsafe { ((*msg).msg_name, (*msg).msg_namelen) };
-        (!ptr.is_null() && len > 0).then(|| Self::new(ptr.cast(), len))
-    }
-
-    /// `AF_INET6` for an IPv6 address, which re-creates an uncommitted socket's native
-    /// socket in that family ([`EarlyOptions`](super::early_options::EarlyOptions)).
-    pub(crate) fn wanted_family(&self) -> Option<c_int> {
-        match self.family() {
-            Some(f) if u32::from(f) == bindings::AF_INET6 => Some(bindings::AF_INET6 as c_int),
-            _ => None,
-        }
-    }
-
-    /// The IP address and port of an `AF_INET`/`AF_INET6` address long enough for TCP's
-    /// connect; `None` for anything else.
-    pub(crate) fn ip_port(&self) -> Option<(Ip, u16)> {
-        rules::sockaddr_ip_port(self.bytes()?)
-    }
-}
-
-/// Writes a socket address the module made (an SCI connection's name) into the socket
-/// layer's `sockaddr_storage` buffer of `getsockname`/`getpeername`: its length.
-pub(crate) fn put_name(addr: *mut bindings::sockaddr, bytes: &[u8]) -> c_int {
-    let len = bytes
-        .len()
-        .min(core::mem::size_of::<bindings::__kernel_sockaddr_storage>());
-    // SAFETY: `addr` is the socket layer's `sockaddr_storage`, which holds `len` bytes.
-    unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), addr.cast::<u8>(), len) };
-    len as c_int
-}
 
 /// The addresses of a native socket, for the socket dump (zero while unset).
 pub(crate) struct NativeAddrs {
@@ -104,206 +31,6 @@ pub(crate) struct NativeAddrs {
     pub(crate) local: (Ip, u16),
     /// Peer address and port.
     pub(crate) peer: (Ip, u16),
-}
-
-/// The saved callbacks of a native socket and the `AF_SCI` socket they now wake.
-///
-/// Lives inside the owning `AF_SCI` socket; the native socket's `sk_user_data` points at
-/// it while the forwarding callbacks are installed. Written only under the native
-/// socket's `sk_callback_lock` (write), read under it (read).
-pub(crate) struct NativeHooks {
-    owner: AtomicPtr<bindings::sock>,
-    data_ready: AtomicUsize,
-    write_space: AtomicUsize,
-    state_change: AtomicUsize,
-    error_report: AtomicUsize,
-    /// The native `sk_err` last copied into the owner's `sk_err` (0: none pending).
-    mirrored_error: AtomicI32,
-}
-
-type SkCallback = unsafe extern "C" fn(*mut bindings::sock);
-
-fn callback_to_usize(cb: Option<SkCallback>) -> usize {
-    cb.map_or(0, |f| f as usize)
-}
-
-fn callback_from_usize(v: usize) -> Option<SkCallback> {
-    if v == 0 {
-        None
-    } else {
-        // SAFETY: `v` was produced by `callback_to_usize` from a valid function pointer of
-        // exactly this type.
-        Some(unsafe { core::mem::transmute::<usize, SkCallback>(v) })
-    }
-}
-
-impl NativeHooks {
-    /// Hooks that forward nowhere yet.
-    pub(crate) const fn new() -> Self {
-        Self {
-            owner: AtomicPtr::new(ptr::null_mut()),
-            data_ready: AtomicUsize::new(0),
-            write_space: AtomicUsize::new(0),
-            state_change: AtomicUsize::new(0),
-            error_report: AtomicUsize::new(0),
-            mirrored_error: AtomicI32::new(0),
-        }
-    }
-
-    /// The error copied into the owner that neither side has consumed yet, or 0.
-    pub(crate) fn mirrored_error(&self) -> c_int {
-        self.mirrored_error.load(Ordering::Acquire)
-    }
-
-    /// Forgets the copied error (one side consumed it).
-    pub(crate) fn clear_mirrored_error(&self) {
-        self.mirrored_error.store(0, Ordering::Release);
-    }
-
-    /// Keeps an error that both the native socket and its owner hold from being
-    /// reported twice: once `SO_ERROR` consumed the owner's copy, the native one is
-    /// dropped too. Called before an operation on the native socket.
-    pub(crate) fn sync_error(&self, own: &OwnSk, native: &Native) {
-        let mirrored = self.mirrored_error();
-        if mirrored != 0 && own.error() == 0 {
-            if native.peek_error() == mirrored {
-                native.take_error();
-            }
-            self.clear_mirrored_error();
-        }
-    }
-
-    /// After the native socket returned an error: if it was the mirrored one, it has been
-    /// consumed there, so the owner's copy goes too.
-    pub(crate) fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            let mirrored = self.mirrored_error();
-            if mirrored != 0 && e.to_errno() == -mirrored {
-                if own.error() == mirrored {
-                    own.take_error();
-                }
-                self.clear_mirrored_error();
-            }
-        }
-        r
-    }
-
-    /// The callbacks saved when forwarding was installed: what a connection accepted
-    /// from this (listening) socket must get back, having inherited the forwarders.
-    pub(crate) fn saved(&self) -> SavedCallbacks {
-        SavedCallbacks([
-            self.data_ready.load(Ordering::Relaxed),
-            self.write_space.load(Ordering::Relaxed),
-            self.state_change.load(Ordering::Relaxed),
-            self.error_report.load(Ordering::Relaxed),
-        ])
-    }
-}
-
-/// A native socket's own callbacks (data ready, write space, state change, error
-/// report), as saved in [`NativeHooks`].
-#[derive(Clone, Copy)]
-pub(crate) struct SavedCallbacks([usize; 4]);
-
-/// Runs `f` with the hooks of native `sk`, under its callback lock, if they are installed.
-///
-/// # Safety
-///
-/// `sk` is a live socket whose callbacks were installed by [`Native::attach`].
-unsafe fn with_hooks(sk: *mut bindings::sock, f: impl FnOnce(&NativeHooks)) {
-    // SAFETY: `sk` is live (caller); the lock pins `sk_user_data` and the hooks it points
-    // to, which `Native::detach` clears under the write lock before they are freed.
-    unsafe {
-        bindings::sci_callback_read_lock(sk);
-        let hooks = bindings::sci_user_data(sk).cast::<NativeHooks>();
-        if let Some(hooks) = hooks.as_ref() {
-            f(hooks);
-        }
-        bindings::sci_callback_read_unlock(sk);
-    }
-}
-
-/// Forwards `sk_data_ready` of a native socket to its owner.
-///
-/// # Safety
-///
-/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
-unsafe extern "C" fn forward_data_ready(sk: *mut bindings::sock) {
-    // SAFETY: called by the network stack with a live native socket; hooks only run
-    // while installed.
-    unsafe {
-        with_hooks(sk, |h| {
-            if let Some(cb) = callback_from_usize(h.data_ready.load(Ordering::Relaxed)) {
-                cb(sk);
-            }
-            bindings::sci_wake_readable(h.owner.load(Ordering::Relaxed));
-        })
-    }
-}
-
-/// Forwards `sk_write_space` of a native socket to its owner.
-///
-/// # Safety
-///
-/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
-unsafe extern "C" fn forward_write_space(sk: *mut bindings::sock) {
-    // SAFETY: as in `forward_data_ready`.
-    unsafe {
-        with_hooks(sk, |h| {
-            if let Some(cb) = callback_from_usize(h.write_space.load(Ordering::Relaxed)) {
-                cb(sk);
-            }
-            bindings::sci_wake_writable(h.owner.load(Ordering::Relaxed));
-        })
-    }
-}
-
-/// Forwards `sk_state_change` of a native socket to its owner.
-///
-/// # Safety
-///
-/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
-unsafe extern "C" fn forward_state_change(sk: *mut bindings::sock) {
-    // SAFETY: as in `forward_data_ready`; the owner is alive while the hooks are
-    // installed, and mirroring `sk_state` keeps SO_ACCEPTCONN and SCI_INFO truthful.
-    unsafe {
-        with_hooks(sk, |h| {
-            if let Some(cb) = callback_from_usize(h.state_change.load(Ordering::Relaxed)) {
-                cb(sk);
-            }
-            let owner = h.owner.load(Ordering::Relaxed);
-            (*owner).__sk_common.skc_state = (*sk).__sk_common.skc_state;
-            bindings::sci_wake_state(owner);
-        })
-    }
-}
-
-/// Forwards `sk_error_report` of a native socket to its owner.
-///
-/// # Safety
-///
-/// Called by the network stack with a live native socket whose callbacks `Native::attach` installed.
-unsafe extern "C" fn forward_error_report(sk: *mut bindings::sock) {
-    // SAFETY: as in `forward_data_ready`. The error is copied, not moved: a blocking call
-    // on the native socket still reads it, and `SO_ERROR` (which reads the owner) sees it
-    // too; `SciSock::sync_error` keeps the two from reporting it twice.
-    unsafe {
-        with_hooks(sk, |h| {
-            if let Some(cb) = callback_from_usize(h.error_report.load(Ordering::Relaxed)) {
-                cb(sk);
-            }
-            let owner = h.owner.load(Ordering::Relaxed);
-            let err = ptr::read_volatile(ptr::addr_of!((*sk).sk_err));
-            if err != 0 {
-                // smp_wmb(): the native state change (`tcp_done`) before our copy of the
-                // error, which `SciSock::poll` reads first.
-                fence(Ordering::Release);
-                ptr::write_volatile(ptr::addr_of_mut!((*owner).sk_err), err);
-                h.mirrored_error.store(err, Ordering::Release);
-            }
-            bindings::sci_wake_error(owner);
-        })
-    }
 }
 
 /// `TCP_NODELAY` and `TCP_CORK` of a native socket.
@@ -536,98 +263,20 @@ impl Native {
         count_result(actor.read_sock_of(self.0.as_ptr()))
     }
 
-    /// Puts back the callbacks a just-accepted socket should have had: it inherited the
-    /// listener's forwarders, whose originals are `saved`.
-    pub(crate) fn restore_callbacks(&self, saved: SavedCallbacks) {
-        let sk = self.sk();
-        // SAFETY: `sk` is live; callbacks are changed under the write lock.
-        unsafe {
-            bindings::sci_callback_write_lock(sk);
-            Self::set_callbacks(sk, saved);
-            bindings::sci_callback_write_unlock(sk);
-        }
-    }
-
-    /// # Safety
-    ///
-    /// `sk` is live and its callback lock is held for writing.
-    unsafe fn set_callbacks(sk: *mut bindings::sock, SavedCallbacks([r, w, s, e]): SavedCallbacks) {
-        // SAFETY: see the function's contract.
-        unsafe {
-            (*sk).sk_data_ready = callback_from_usize(r);
-            (*sk).sk_write_space = callback_from_usize(w);
-            (*sk).sk_state_change = callback_from_usize(s);
-            (*sk).sk_error_report = callback_from_usize(e);
-        }
-    }
-
-    /// Forwards the wake-ups of this native socket to `owner`, saving its callbacks in
-    /// `hooks`. `inherited` are the listener's saved callbacks when this socket was just
-    /// accepted (it inherited the listener's forwarders, which are put back to them).
-    pub(crate) fn attach(
-        &self,
-        hooks: &NativeHooks,
-        owner: *mut bindings::sock,
-        inherited: Option<SavedCallbacks>,
-    ) {
-        let sk = self.sk();
-        // SAFETY: `sk` is live; callbacks are changed under the write lock, as
-        // `smc_fback_replace_callbacks` does; `hooks` outlives the installation because the
-        // owner calls `detach` before freeing it.
-        unsafe {
-            bindings::sci_callback_write_lock(sk);
-            if let Some(saved) = inherited {
-                Self::set_callbacks(sk, saved);
-            }
-            hooks.owner.store(owner, Ordering::Relaxed);
-            hooks
-                .data_ready
-                .store(callback_to_usize((*sk).sk_data_ready), Ordering::Relaxed);
-            hooks
-                .write_space
-                .store(callback_to_usize((*sk).sk_write_space), Ordering::Relaxed);
-            hooks
-                .state_change
-                .store(callback_to_usize((*sk).sk_state_change), Ordering::Relaxed);
-            hooks
-                .error_report
-                .store(callback_to_usize((*sk).sk_error_report), Ordering::Relaxed);
-            (*sk).sk_data_ready = Some(forward_data_ready);
-            (*sk).sk_write_space = Some(forward_write_space);
-            (*sk).sk_state_change = Some(forward_state_change);
-            (*sk).sk_error_report = Some(forward_error_report);
-            (*owner).__sk_common.skc_state = (*sk).__sk_common.skc_state;
-            bindings::sci_set_user_data(sk, ptr::from_ref(hooks).cast_mut().cast::<c_void>());
-            bindings::sci_callback_write_unlock(sk);
-        }
-    }
-
-    /// Puts the saved callbacks back; after this returns no forwarder touches `hooks`.
-    pub(crate) fn detach(&self, hooks: &NativeHooks) {
-        let sk = self.sk();
-        // SAFETY: `sk` is live; see `attach`.
-        unsafe {
-            bindings::sci_callback_write_lock(sk);
-            if bindings::sci_user_data(sk) == ptr::from_ref(hooks).cast_mut().cast::<c_void>() {
-                Self::set_callbacks(sk, hooks.saved());
-                bindings::sci_set_user_data(sk, ptr::null_mut());
-            }
-            bindings::sci_callback_write_unlock(sk);
-        }
-    }
-
     /// `bind(2)`.
     pub(crate) fn bind(&self, addr: SockAddr) -> Result {
         let f = self.ops().bind.ok_or(errno(bindings::EOPNOTSUPP))?;
+        let (addr, len) = addr.raw();
         // SAFETY: forwarding the socket layer's arguments to the native socket's own op.
-        to_result(unsafe { f(self.0.as_ptr(), addr.ptr, addr.len) })
+        to_result(unsafe { f(self.0.as_ptr(), addr, len) })
     }
 
     /// `connect(2)`; `flags` are the file flags (`O_NONBLOCK`).
     pub(crate) fn connect(&self, addr: SockAddr, flags: c_int) -> Result {
         let f = self.ops().connect.ok_or(errno(bindings::EOPNOTSUPP))?;
+        let (addr, len) = addr.raw();
         // SAFETY: as in `bind`.
-        to_result(unsafe { f(self.0.as_ptr(), addr.ptr, addr.len, flags) })
+        to_result(unsafe { f(self.0.as_ptr(), addr, len, flags) })
     }
 
     /// `listen(2)`.

@@ -9,8 +9,10 @@
 //! socket's wake-ups were pointed at the `AF_SCI` socket ([`NativeHooks`]).
 
 use crate::socket::early_options::EarlyOptions;
-use crate::socket::native::{Native, NativeHooks, NativeKind, SavedCallbacks, SockAddr};
+use crate::socket::native::{Native, NativeKind};
+use crate::socket::native_hooks::{NativeHooks, SavedCallbacks};
 use crate::socket::sk::OwnSk;
+use crate::socket::sockaddr::SockAddr;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::OptVal;
@@ -65,7 +67,7 @@ impl NativeSlot {
     /// Points `native`'s wake-ups at `own` and makes it the one in use. `inherited` are
     /// the listener's saved callbacks when `native` was just accepted.
     pub(crate) fn install(&self, own: &OwnSk, native: Native, inherited: Option<SavedCallbacks>) {
-        native.attach(&self.hooks, own.as_ptr(), inherited);
+        self.hooks.attach(&native, own.as_ptr(), inherited);
         own.set_buffer_sizes(native.buffer_sizes());
         self.native.store(native.as_ptr(), Ordering::Release);
     }
@@ -82,7 +84,7 @@ impl NativeSlot {
     /// connection), which is kept until release.
     pub(crate) fn replace(&self, own: &OwnSk, new: Native) {
         let old = self.native();
-        old.detach(&self.hooks);
+        self.hooks.detach(&old);
         self.install(own, new, None);
         if let Some(prev) = Native::from_ptr(self.retired.swap(old.as_ptr(), Ordering::AcqRel)) {
             prev.release();
@@ -106,7 +108,7 @@ impl NativeSlot {
             return Err(EINVAL);
         }
         let new = config.recreate(own.net(), family, self.kind, self.kern)?;
-        old.detach(&self.hooks);
+        self.hooks.detach(&old);
         self.install(own, new, None);
         self.retired.store(old.as_ptr(), Ordering::Release);
         Ok(new)
@@ -191,7 +193,7 @@ impl NativeSlot {
     /// Closes the native socket (as `close()` would) and the one it replaced.
     pub(crate) fn release(&self) {
         let native = self.native();
-        native.detach(&self.hooks);
+        self.hooks.detach(&native);
         self.native.store(ptr::null_mut(), Ordering::Release);
         native.release();
         if let Some(old) = Native::from_ptr(self.retired.swap(ptr::null_mut(), Ordering::AcqRel)) {

@@ -10,9 +10,9 @@
 //! accept, listen, `read_sock`) stays in its own adapter, which fills the rest of its
 //! table from [`shared`].
 
-use crate::socket::native::SockAddr;
 use crate::socket::registry::{Registry, Slot, SockInfo};
 use crate::socket::sk::{OwnSk, SkRef};
+use crate::socket::sockaddr::SockAddr;
 use crate::sys::bindings;
 use crate::sys::errno::{count_of, errno_of};
 use crate::sys::net::{File, Msg, OptVal, PollTable};

@@ -25,11 +25,12 @@ use crate::fabric::memory::msg_flags;
 use crate::proto::frame::Frame;
 use crate::socket::handover;
 use crate::socket::join::JoinPoint;
-use crate::socket::native::{put_name, Native, NativeKind, SockAddr};
+use crate::socket::native::{Native, NativeKind};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
 use crate::socket::registry::{Slot, SockInfo};
 use crate::socket::sk::OwnSk;
+use crate::socket::sockaddr::{put_name, SockAddr};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
@@ -229,12 +230,12 @@ impl SciSock {
         self.slot.commit(own, addr)
     }
 
-    /// See [`NativeHooks::sync_error`](crate::socket::native::NativeHooks::sync_error).
+    /// See [`NativeHooks::sync_error`](crate::socket::native_hooks::NativeHooks::sync_error).
     fn sync_error(&self, own: &OwnSk, native: &Native) {
         self.slot.hooks().sync_error(own, native);
     }
 
-    /// See [`NativeHooks::consumed`](crate::socket::native::NativeHooks::consumed).
+    /// See [`NativeHooks::consumed`](crate::socket::native_hooks::NativeHooks::consumed).
     fn consumed<T>(&self, own: &OwnSk, r: Result<T>) -> Result<T> {
         self.slot.hooks().consumed(own, r)
     }

@@ -8,9 +8,9 @@
 //! of its own (`AF_SCI-DGRAM` in `/proc/slabinfo`).
 
 use super::SciDgram;
-use crate::socket::native::SockAddr;
 use crate::socket::proto_ops::{self, attach_new, drop_new, parts, state_of, SockObj};
 use crate::socket::registry::Registry;
+use crate::socket::sockaddr::SockAddr;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno_of;

@@ -20,12 +20,13 @@ mod inbound;
 
 use crate::config::rules::{FallbackReason, Ip};
 use crate::fabric::memory::msg_flags;
-use crate::socket::native::{Native, NativeKind, SockAddr};
+use crate::socket::native::{Native, NativeKind};
 use crate::socket::native_slot::NativeSlot;
 use crate::socket::proto_ops::{Membership, Registered, SocketOps};
 use crate::socket::registry::{DgramInfo, Slot, SockInfo};
 use crate::socket::sk::OwnSk;
 use crate::socket::sock::listen_addr;
+use crate::socket::sockaddr::SockAddr;
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;

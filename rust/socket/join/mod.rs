@@ -34,7 +34,8 @@ mod judge;
 use crate::config::rules::Ip;
 use crate::conn::Conn;
 use crate::control::ListenQueue;
-use crate::socket::native::{Native, SavedCallbacks, QUEUED_PEERS_MAX};
+use crate::socket::native::{Native, QUEUED_PEERS_MAX};
+use crate::socket::native_hooks::SavedCallbacks;
 use crate::sys::params::failover_ms;
 use crate::sys::wake::{wake_sk, Wake};
 use core::sync::atomic::{AtomicI64, Ordering};
@@ -260,7 +261,7 @@ impl JoinPoint {
             }
             return false;
         };
-        native.restore_callbacks(g.saved);
+        g.saved.restore(&native);
         m.since_ms.store(now_ms(), Ordering::Relaxed);
         let old = m.joined.lock().replace(native);
         g.judge_due |= !m.conn.moving();
