@@ -15,8 +15,9 @@
 //! every kind with every MSG_* flag, iovecs and control messages good and bad, sendfile,
 //! splice, options at every level, ioctls, shutdown, names, poll and epoll, fork, dup,
 //! close, fcntl), with pointers into guarded scratch arenas or bad on purpose (`mem.rs`)
-//! and every blocking call bounded (`ops.rs`). A watchdog thread per worker reports a
-//! call that stays in the kernel longer than `--hang` seconds, with its kernel stack.
+//! and every blocking call bounded (`ops.rs` and `ops/`). A watchdog thread per worker
+//! reports a call that stays in the kernel longer than `--hang` seconds, with its kernel
+//! stack.
 //!
 //! One seed (printed first; taken from the clock unless given) decides every choice:
 //! worker K's thread T draws from `derive(seed, K, T)` (`rng.rs`). What the threads of a

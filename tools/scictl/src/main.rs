@@ -14,6 +14,7 @@ mod config;
 mod filter;
 mod model;
 mod nl;
+mod output;
 
 use attrs::SciAttr;
 use clap::{CommandFactory, Parser, Subcommand};
@@ -211,8 +212,8 @@ fn publish(json: bool, state: Option<OnOff>) -> Result<(), Failure> {
             })?;
         return print(
             json,
-            model::publish_json(publishes),
-            model::publish_text(publishes),
+            output::publish_json(publishes),
+            output::publish_text(publishes),
         );
     };
     let on = state == OnOff::On;
@@ -230,7 +231,7 @@ fn publish(json: bool, state: Option<OnOff>) -> Result<(), Failure> {
     client
         .set(nl::PUBLISH_SET, vec![SciAttr::Publish(on.into())])
         .map_err(|e| Failure(format!("{doing}: {e}"), 1))?;
-    print(json, model::publish_json(on), format!("{done}\n"))
+    print(json, output::publish_json(on), format!("{done}\n"))
 }
 
 /// Reads a configuration file; a missing default file is empty.
@@ -326,16 +327,16 @@ fn run(args: Args) -> Result<(), Failure> {
             let nodes = model::nodes(&Client::connect()?.dump(nl::NODE_GET)?);
             print(
                 args.json,
-                model::nodes_json(&nodes),
-                model::nodes_text(&nodes),
+                output::nodes_json(&nodes),
+                output::nodes_text(&nodes),
             )
         }
         Command::Ports => {
             let rules = model::ports(&Client::connect()?.dump(nl::PORT_GET)?);
             print(
                 args.json,
-                model::ports_json(&rules),
-                model::ports_text(&rules),
+                output::ports_json(&rules),
+                output::ports_text(&rules),
             )
         }
         Command::Sockets { udp, filter } => {
@@ -345,11 +346,11 @@ fn run(args: Args) -> Result<(), Failure> {
             socks.retain(|s| s.is_dgram() == udp && filter.matches(s));
             print(
                 args.json,
-                model::sockets_json(&socks),
+                output::sockets_json(&socks),
                 if udp {
-                    model::dgram_sockets_text(&socks)
+                    output::dgram_sockets_text(&socks)
                 } else {
-                    model::sockets_text(&socks)
+                    output::sockets_text(&socks)
                 },
             )
         }
@@ -357,8 +358,8 @@ fn run(args: Args) -> Result<(), Failure> {
             let stats = model::stats(&Client::connect()?.get(nl::STATS_GET)?);
             print(
                 args.json,
-                model::stats_json(&stats),
-                model::stats_text(&stats),
+                output::stats_json(&stats),
+                output::stats_text(&stats),
             )
         }
         Command::Completions { shell } => {
