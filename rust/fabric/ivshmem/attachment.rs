@@ -4,46 +4,30 @@
 //! interrupt paths that deliver what arrives, and the leave when the device goes.
 //!
 //! An attachment lives from the join ([`Attachment::join`]) until the device is removed
-//! or the module unloads. When the device is hot-unplugged (QEMU's `device_del`, a PCIe
-//! surprise-removal on real hardware) its memory goes with it, and with it the receive
-//! rings of this node's connections with other nodes, which their moves onto TCP still
-//! read. [`Attachment::leave`] therefore runs while the device is still there:
-//!
-//! 1. this node's node word says "down" and its links end, as on unload; every peer sees
-//!    it at its next tick, moves its connections with this node onto TCP, revokes its
-//!    mappings and only then drops its link to this node: from then on it stores nothing
-//!    into this node's memory;
-//! 2. this node waits until every peer it was linked with dropped that link (or stopped
-//!    beating), at most the liveness timeout and three ticks;
-//! 3. it reports every such peer down ([`FabricEvents::node_down`]): with
-//!    [`NodeLoss::Lost`] if the peer let go (its connections move onto TCP), with
-//!    [`NodeLoss::Corrupted`] if it did not (a live peer that may still write into the
-//!    rings: no copy could vouch for their bytes, so they reset);
-//! 4. the layer above copies the rings it still reads into kernel memory
-//!    ([`FabricEvents::memory_going`], [`SegMem::rehome`]);
-//! 5. the mapping is retired ([`crate::fabric::memory::DeviceMem::retire`]): nothing
-//!    touches the device's addresses again.
-
+//! or the module unloads ([`Attachment::leave`], [`Attachment::quit`]: `leave.rs`). The
+//! liveness tick that links and unlinks the other nodes is in `links.rs`.
 use super::addresses::{HostAddrs, Published};
 use super::device::{IvshmemDev, REG_DOORBELL};
 use super::heap::Heap;
 use super::node;
 use super::{now_ms, TICK_MS};
 use crate::fabric::memory::{Lease, SegMem, SegOwner};
-use crate::fabric::{FabricEvents, NodeId, NodeLoss};
+use crate::fabric::{FabricEvents, NodeId};
 use crate::proto::doorbell::{DoorbellRx, DoorbellTx};
 use crate::proto::frame::{Frame, FRAME_SIZE};
-use crate::proto::liveness::{holds_link, LivenessParams, PeerAction, PeerTracker, PeerView};
+use crate::proto::liveness::{LivenessParams, PeerTracker, PeerView};
 use crate::proto::mailbox::{MailboxError, MailboxPeek, MailboxRx, MailboxTx, MB_FIRST_SEQ};
-use crate::proto::region::{DirEntry, LinkWord, NodeState, NodeWord, Region, PAGE_SIZE};
+use crate::proto::region::{DirEntry, NodeState, NodeWord, Region, PAGE_SIZE};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::kthread;
 use crate::sys::pci::{IoMem, IrqHandler};
 use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex, SpinLock};
+
+mod leave;
+mod links;
 
 /// Observations a heartbeat must stand still for, besides the timeout.
 pub(super) const MIN_STILL_TICKS: u32 = 3;
@@ -51,8 +35,6 @@ pub(super) const MIN_STILL_TICKS: u32 = 3;
 const VECTOR: u32 = 0;
 /// Peer doorbell word: the peer takes interrupts.
 const DOORBELL_ON: u32 = 1 << 16;
-/// How often a leaving node looks whether its peers let go.
-const LEAVE_STEP_MS: u32 = 10;
 
 type RegionSeg = Arc<SegMem>;
 type Tx = MailboxTx<RegionSeg, RegionSeg>;
@@ -341,115 +323,6 @@ impl Attachment {
         }
     }
 
-    /// One liveness tick: heartbeat, then a look at every peer.
-    fn tick(&self, now: u64) {
-        let beat = self.beat.fetch_add(1, Ordering::Relaxed) + 1;
-        self.region.set_heartbeat(self.me, beat);
-        if self.region.node_word(self.me) != Some(self.word)
-            && !self.word_changed.swap(true, Ordering::Relaxed)
-        {
-            // Someone else wrote this node's word: the fabric manager (the ivshmem
-            // server) marking it down because it took this guest for gone, or a peer
-            // writing garbage. Peers no longer link with it; reloading the module rejoins.
-            pr_info!(
-                "ivshmem: node {} found its node word changed by another party (marked down by the ivshmem server, or overwritten); peers will not link with it until af_sci is loaded again\n",
-                self.me
-            );
-        }
-        for peer in self.peers.iter() {
-            if peer.id != self.me {
-                self.tick_peer(peer, now);
-            }
-        }
-        self.published
-            .lock()
-            .republish(&self.region, self.me, &*self.events, now);
-    }
-
-    fn tick_peer(&self, peer: &Peer, now: u64) {
-        let view = PeerView::read(&self.region, self.me, peer.id);
-        if let Some(w) = view.word {
-            let on = if w.doorbell { DOORBELL_ON } else { 0 };
-            peer.doorbell
-                .store(u32::from(w.doorbell_id) | on, Ordering::Release);
-        }
-        let was_reachable = peer.reachable.load(Ordering::Acquire);
-        let mut link = peer.link.lock();
-        let mut action = link
-            .tracker
-            .observe(now, &view, self.generation, self.liveness);
-        if action == PeerAction::None && peer.broken.swap(false, Ordering::AcqRel) {
-            if let Some(g) = link.tracker.unlink(&view, self.generation) {
-                action = PeerAction::Down(g);
-            }
-        }
-        let (last_beat, still_ms) = (link.tracker.last_beat_ms(), link.tracker.still_ms());
-        let down = match action {
-            PeerAction::None => None,
-            PeerAction::Down(g) => {
-                peer.cut(&mut link);
-                Some(g)
-            }
-            PeerAction::Link(g) => {
-                // What the peer writes here starts afresh, before the link is published;
-                // so does what this node writes there (the peer resets it on its side).
-                let _ = self.region.reset_inbound(self.me, peer.id);
-                peer.bell_rx.lock().reset();
-                peer.bell_tx.lock().reset();
-                peer.corrupt.store(false, Ordering::Release);
-                link.tx = self.region.mailbox_tx(self.me, peer.id).ok();
-                peer.open_rx(&mut link, self.region.mailbox_rx(self.me, peer.id).ok());
-                self.region
-                    .set_link(self.me, peer.id, link.tracker.link_word());
-                pr_info!(
-                    "ivshmem: node {} linked with node {} (generation {})\n",
-                    self.me,
-                    peer.id,
-                    g
-                );
-                None
-            }
-        };
-        peer.reachable
-            .store(link.tracker.reachable(), Ordering::Release);
-        drop(link);
-        if let (Some(g), false) = (down, was_reachable) {
-            // Never linked both ways: nothing of the peer's was used. Usually a link the
-            // peer did not return in time, remade at the next tick.
-            pr_info!(
-                "ivshmem: link with node {} (generation {}) dropped before it was returned\n",
-                peer.id,
-                g
-            );
-            self.region.set_link(self.me, peer.id, LinkWord::NONE);
-        } else if let Some(g) = down {
-            // The last heartbeat seen, on this node's monotonic clock (CLOCK_MONOTONIC
-            // in ms): tests measure how soon after it the connections failed.
-            let silent_ms = now.saturating_sub(last_beat);
-            let loss = if peer.corrupt.swap(false, Ordering::AcqRel) || view.word.is_none() {
-                NodeLoss::Corrupted
-            } else {
-                NodeLoss::Lost
-            };
-            pr_info!(
-                "ivshmem: node {} (generation {}) is down, last heartbeat seen at {} ms ({} ms ago, {} ms of them watched; {}); {}\n",
-                peer.id,
-                g,
-                last_beat,
-                silent_ms,
-                still_ms,
-                down_cause(&view, g, still_ms >= self.liveness.timeout_ms),
-                match loss {
-                    NodeLoss::Lost => "moving or resetting its connections",
-                    NodeLoss::Corrupted => "resetting its connections",
-                }
-            );
-            self.events.node_down(peer.id, loss);
-            // Only now may the peer relink: its old mappings and connections are gone.
-            self.region.set_link(self.me, peer.id, LinkWord::NONE);
-        }
-    }
-
     /// Delivers what arrived: frames from every linked mailbox, rung channels from
     /// every linked peer's doorbell block. True if anything did. Process context (the
     /// IRQ's thread, or the poller).
@@ -559,27 +432,6 @@ impl Attachment {
     }
 }
 
-/// Why the link with a peer's generation `g` ended, as its last view shows (for the
-/// log); `timed_out`: its heartbeat stood still for the timeout.
-fn down_cause(view: &PeerView, g: u32, timed_out: bool) -> &'static str {
-    use crate::proto::region::NodeState;
-    match view.word {
-        None => "its node word is unreadable",
-        Some(w) if w.generation != g && w.state == NodeState::Up => {
-            "it came back as a new generation"
-        }
-        Some(w) if w.generation != g => "it is rejoining",
-        Some(w) => match w.state {
-            NodeState::Up if timed_out => "heartbeat timeout",
-            // Alive, but it dropped or remade its link: usually it counted this node down.
-            NodeState::Up => "it ended the link",
-            NodeState::Down => "it left or was marked down",
-            NodeState::Joining => "it is rejoining",
-            NodeState::Absent => "its entry was cleared",
-        },
-    }
-}
-
 impl Attachment {
     /// One pass of the poller thread at `now` (ms): a liveness tick when `next_tick` is
     /// due, then whatever arrived. Nothing once the attachment is leaving.
@@ -662,101 +514,6 @@ impl Attachment {
         // The poller unlinks it at its next tick, as a link whose peer broke the rules.
         peer.broken.store(true, Ordering::Release);
         Ok(())
-    }
-
-    /// Leaves the region for good, without waiting for anyone (the module unloads: no
-    /// connection is left).
-    pub(super) fn quit(&self) {
-        self.leaving.store(true, Ordering::Release);
-        self.dev.free_irq();
-        drop(self.polling.lock());
-        node::leave(&self.region, self.me, self.word);
-        self.log_left("left");
-    }
-
-    /// The device is being removed and is still there until this returns: leave so that
-    /// no byte a connection still needs goes with it (see the module doc). Process
-    /// context; takes up to the liveness timeout.
-    pub(super) fn leave(&self) {
-        self.leaving.store(true, Ordering::Release);
-        self.dev.free_irq();
-        // A poll that runs finishes; later ones see `leaving`.
-        drop(self.polling.lock());
-        let mut linked = KVec::with_capacity(self.peers.len(), GFP_KERNEL).unwrap_or_default();
-        for peer in self.peers.iter().filter(|p| p.id != self.me) {
-            if peer.reachable.load(Ordering::Acquire)
-                && linked.push(peer.clone(), GFP_KERNEL).is_err()
-            {
-                // No memory to track it: it resets below like a peer that did not let go.
-                pr_warn!(
-                    "ivshmem: node {} leaving: cannot track node {}\n",
-                    self.me,
-                    peer.id
-                );
-            }
-        }
-        node::leave(&self.region, self.me, self.word);
-        let start = now_ms();
-        let until = start
-            .saturating_add(self.liveness.timeout_ms)
-            .saturating_add(3 * TICK_MS);
-        let mut holding = KVec::from_elem(true, linked.len(), GFP_KERNEL).unwrap_or_default();
-        loop {
-            let now = now_ms();
-            let mut any = false;
-            for (peer, held) in linked.iter().zip(holding.iter_mut()) {
-                if *held {
-                    let view = PeerView::read(&self.region, self.me, peer.id);
-                    let live = peer.link.lock().tracker.watch(now, &view, self.liveness);
-                    *held = holds_link(&view, self.generation, live);
-                }
-                any |= *held;
-            }
-            if !any || now >= until {
-                break;
-            }
-            kthread::sleep_ms(LEAVE_STEP_MS);
-        }
-        let waited = now_ms().saturating_sub(start);
-        for (i, peer) in linked.iter().enumerate() {
-            let let_go =
-                holding.get(i).is_some_and(|h| !*h) && !peer.corrupt.load(Ordering::Acquire);
-            peer.unlink(self.me, &self.region, self.generation);
-            let loss = if let_go {
-                NodeLoss::Lost
-            } else {
-                NodeLoss::Corrupted
-            };
-            pr_info!(
-                "ivshmem: node {} leaving (device removed): node {} {} after {} ms; {}\n",
-                self.me,
-                peer.id,
-                if let_go { "let go" } else { "did not let go" },
-                waited,
-                match loss {
-                    NodeLoss::Lost => "moving or resetting its connections",
-                    NodeLoss::Corrupted => "resetting its connections",
-                }
-            );
-            self.events.node_down(peer.id, loss);
-        }
-        // What the moves still read goes into kernel memory, then nothing touches the
-        // device's memory again.
-        self.events.memory_going();
-        self.dev.mem.retire();
-        self.log_left("left (device removed)");
-    }
-
-    fn log_left(&self, how: &str) {
-        pr_info!(
-            "ivshmem: node {} {} (polls {}, interrupts {}, frames {}, doorbells {})\n",
-            self.me,
-            how,
-            self.polls.load(Ordering::Relaxed),
-            self.irqs.load(Ordering::Relaxed),
-            self.frames.load(Ordering::Relaxed),
-            self.doorbells.load(Ordering::Relaxed)
-        );
     }
 }
 
