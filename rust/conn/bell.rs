@@ -6,7 +6,7 @@
 use super::{read_sock, Conn};
 use crate::fabric::memory::SegMem;
 use crate::fabric::Fabric;
-use crate::proto::queue::{bell_wakes, BellWakes, PeerLines};
+use crate::proto::queue::{bell_wakes, BellWakes, PeerLines, Writers};
 use crate::sys::wake::{wake_sk, Wake};
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -64,8 +64,8 @@ impl Conn {
     /// context). Returns true when bytes held back wait for the reader (Nagle's ACK
     /// clock): the caller kicks the connector kthread, which re-decides.
     ///
-    /// Bytes wake readers and space writers, as TCP's segments and ACKs do
-    /// ([`bell_wakes`]). An implicit connection wakes its datagram socket only when a
+    /// Bytes wake readers and space the writers that ran out of room, as TCP's segments
+    /// and ACKs do ([`bell_wakes`]). An implicit connection wakes its datagram socket only when a
     /// datagram came: its state and its credits are nothing the socket reports (a sender
     /// never waits), and a wake while a UDP datagram waits unread would give an
     /// edge-triggered epoll an edge that UDP never gives (the sender's close rings this
@@ -76,7 +76,7 @@ impl Conn {
         let w = if self.carries_datagrams.load(Ordering::Relaxed) {
             BellWakes {
                 readable: self.bell.arrived(&self.seg),
-                writable: false,
+                writers: Writers::None,
             }
         } else {
             let (before, now) = self
@@ -88,8 +88,10 @@ impl Conn {
         if w.readable {
             wake_sk(*owner, Wake::Readable);
         }
-        if w.writable {
-            wake_sk(*owner, Wake::Writable);
+        match w.writers {
+            Writers::All => wake_sk(*owner, Wake::Writable),
+            Writers::OutOfRoom => wake_sk(*owner, Wake::Space),
+            Writers::None => {}
         }
         drop(owner);
         self.slots.doorbell(self.id.slot)

@@ -91,6 +91,10 @@ pub(crate) trait Caller {
     fn take_error(&self) -> c_int;
     /// Whether poll, select, epoll or `O_ASYNC` watches the socket.
     fn watched(&self) -> bool;
+    /// A writer (or poll) found no room: the next space the peer frees wakes writers
+    /// (`SOCK_NOSPACE`). Called before the last look at the ring that precedes a sleep,
+    /// an `EAGAIN` or a poll's "not writable", so that space freed after it is told.
+    fn note_no_room(&self);
     /// A `recv` got `bytes` filled directly by the writer (`direct.rs`), for the
     /// socket's counters.
     fn received_directly(&self, bytes: usize);
@@ -545,6 +549,7 @@ impl Conn {
         let mut has_room =
             local.send_done(peer) || tx.refresh().map(|free| free * 2 >= size).unwrap_or(true);
         if !has_room {
+            own.note_no_room();
             if let Ok(d) = tx.prepare_wait(size / 2) {
                 ring |= d.notify_peer;
                 has_room = !d.sleep;

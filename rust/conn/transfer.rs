@@ -160,6 +160,7 @@ impl Conn {
                 // reader freed before the request was posted rings no doorbell, and would
                 // wake no edge-triggered epoll: write into it now instead of saying EAGAIN.
                 let size = tx.params().geometry.size();
+                own.note_no_room();
                 widen_wait_race_for_test();
                 let (ring, room) = match tx.prepare_wait(size / 2) {
                     Ok(d) => (d.notify_peer, !d.sleep),
@@ -188,6 +189,7 @@ impl Conn {
                 let Some(tx) = g.tx.as_mut() else {
                     return Ok(true);
                 };
+                own.note_no_room();
                 let d = tx.prepare_wait(1).map_err(proto_err)?;
                 drop(g);
                 if d.notify_peer {

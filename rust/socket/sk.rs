@@ -334,6 +334,11 @@ impl Caller for OwnSk {
         OwnSk::watched(self)
     }
 
+    fn note_no_room(&self) {
+        // SAFETY: live sk; sets a flag bit of its socket, if it has one.
+        unsafe { bindings::sci_note_no_room(self.as_ptr()) }
+    }
+
     fn received_directly(&self, bytes: usize) {
         self.stats().direct_received(bytes as u64);
     }

@@ -11,8 +11,11 @@ use crate::sys::bindings;
 pub(crate) enum Wake {
     /// Data or end of stream to read.
     Readable,
-    /// Space to write.
+    /// Space to write, or news every writer must hear of.
     Writable,
+    /// Space to write, told only to a writer that found no room since the last wake
+    /// (`SOCK_NOSPACE`, set through `conn::Caller::note_no_room`), as TCP tells of space an ACK freed.
+    Space,
     /// A state change (connected, closed, reset).
     State,
 }
@@ -30,6 +33,7 @@ pub(crate) fn wake_sk(sk: usize, what: Wake) {
         match what {
             Wake::Readable => bindings::sci_wake_readable(sk),
             Wake::Writable => bindings::sci_wake_writable(sk),
+            Wake::Space => bindings::sci_wake_space(sk),
             Wake::State => bindings::sci_wake_state(sk),
         }
     }

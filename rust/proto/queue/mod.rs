@@ -21,7 +21,7 @@ mod peer_lines;
 mod producer;
 
 pub(crate) use consumer::Consumer;
-pub(crate) use peer_lines::{bell_wakes, BellWakes, PeerLines};
+pub(crate) use peer_lines::{bell_wakes, BellWakes, PeerLines, Writers};
 pub(crate) use producer::Producer;
 
 /// What both ends of one queue agree on (exchanged through the control

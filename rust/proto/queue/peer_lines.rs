@@ -11,6 +11,7 @@
 //! (`sk_data_ready`) and freed space writers (`sk_write_space`), not both each time: an
 //! edge-triggered `EPOLLIN` watch is not told of space, and a kernel user's
 //! `write_space` (`iscsi_tcp` queues its transmit work from it) does not run per arrival.
+//! Freed space, as TCP's ACKs, wakes only a writer that ran out of room.
 
 use super::{at, Segment};
 use crate::proto::cursor::{F_WANTS_NOTIFY, TOKEN_MASK};
@@ -54,8 +55,22 @@ impl PeerLines {
 pub(crate) struct BellWakes {
     /// Readers (`sk_data_ready`).
     pub(crate) readable: bool,
-    /// Writers (`sk_write_space`).
-    pub(crate) writable: bool,
+    /// Writers (`sk_write_space`), and which of them.
+    pub(crate) writers: Writers,
+}
+
+/// Which writers a doorbell wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writers {
+    /// None: nothing a writer waits for changed.
+    None,
+    /// Only if one found no room since the last wake (`SOCK_NOSPACE`): freed space, which
+    /// TCP reports the same way (`tcp_check_space`). A reader that consumes every request
+    /// frees space before each answer; a kernel user's `write_space` (`iscsi_tcp` queues
+    /// its transmit work from it) must not run for each of them.
+    OutOfRoom,
+    /// All: news in a flag word, or a doorbell that shows no change.
+    All,
 }
 
 /// What of a flag word is news to the socket: all but the wait request and its token,
@@ -68,18 +83,25 @@ const fn news(flags: u64) -> u64 {
 /// The wakes of a doorbell whose look found the lines at `now`, the last look having
 /// found them at `before`.
 ///
-/// Bytes alone wake readers, space alone writers; news in a flag word wakes both (an end
-/// of stream, a close or an abort concerns either side). A doorbell that finds nothing
-/// changed wakes both: it may carry what no line shows (a direct fill of the reader's
-/// buffer), or a concurrent look may have taken its change first; a wake too many is
-/// what the socket had before, a wake too few a hang.
+/// Bytes alone wake readers, space alone the writers that ran out of room; news in a
+/// flag word wakes both (an end of stream, a close or an abort concerns either side). A
+/// doorbell that finds nothing changed wakes both: it may carry what no line shows (a
+/// direct fill of the reader's buffer), or a concurrent look may have taken its change
+/// first; a wake too many is what the socket had before, a wake too few a hang.
 pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines) -> BellWakes {
     let data = before.arrived != now.arrived;
     let space = before.freed != now.freed;
     let flags = news(before.writer_flags) != news(now.writer_flags)
         || news(before.reader_flags) != news(now.reader_flags);
+    let nothing = !data && !space && !flags;
     BellWakes {
-        readable: data || flags || !space,
-        writable: space || flags || !data,
+        readable: data || flags || nothing,
+        writers: if flags || nothing {
+            Writers::All
+        } else if space {
+            Writers::OutOfRoom
+        } else {
+            Writers::None
+        },
     }
 }

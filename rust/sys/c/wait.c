@@ -79,6 +79,29 @@ void sci_wake_writable(struct sock *sk)
  * and a local shutdown must not make a kernel user read (iscsi_tcp's reader must not run
  * once it restored the callbacks, which it does after its own shutdown).
  */
+/*
+ * Pairs with sci_note_no_room(): a writer sets SOCK_NOSPACE, then looks at the ring; the
+ * doorbell's look read the peer's cursor before this, so either the writer saw the
+ * space or this sees the flag.
+ */
+void sci_wake_space(struct sock *sk)
+{
+	struct socket *sock = READ_ONCE(sk->sk_socket);
+
+	smp_mb();
+	if (sock && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
+		READ_ONCE(sk->sk_write_space)(sk);
+}
+
+void sci_note_no_room(struct sock *sk)
+{
+	struct socket *sock = READ_ONCE(sk->sk_socket);
+
+	if (sock)
+		set_bit(SOCK_NOSPACE, &sock->flags);
+	smp_mb__after_atomic();
+}
+
 void sci_wake_state(struct sock *sk)
 {
 	READ_ONCE(sk->sk_state_change)(sk);

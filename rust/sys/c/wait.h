@@ -28,6 +28,15 @@ void sci_wake_state(struct sock *sk);		/* sk_state_change */
 void sci_wake_error(struct sock *sk);		/* as sock_def_error_report */
 
 /*
+ * Space the peer freed, told as tcp_check_space() tells it: sk_write_space runs only if a
+ * writer found no room since the last such wake (SOCK_NOSPACE, which sci_note_no_room()
+ * sets before the writer's last look at the ring; tcp_poll and a full tcp_sendmsg set it
+ * the same way). A kernel user's write_space then runs once per stall, not per answer.
+ */
+void sci_wake_space(struct sock *sk);
+void sci_note_no_room(struct sock *sk);
+
+/*
  * Whether anyone besides the caller watches sk for the next arrival: an entry on its
  * wait queue (poll, select, epoll registered or a sleeper), O_ASYNC, or a kernel user's
  * own sk_data_ready. A recv that leaves data behind asks the peer for the next doorbell
