@@ -65,11 +65,11 @@ impl Conn {
     /// clock): the caller kicks the connector kthread, which re-decides.
     ///
     /// Bytes wake readers and space the writers that ran out of room, as TCP's segments
-    /// and ACKs do ([`bell_wakes`]). An implicit connection wakes its datagram socket only when a
-    /// datagram came: its state and its credits are nothing the socket reports (a sender
-    /// never waits), and a wake while a UDP datagram waits unread would give an
-    /// edge-triggered epoll an edge that UDP never gives (the sender's close rings this
-    /// doorbell too).
+    /// and ACKs do ([`bell_wakes`]). An implicit connection wakes its datagram socket
+    /// only when a datagram came: its state and its credits are nothing the socket
+    /// reports (a sender never waits), and a wake while a UDP datagram waits unread would
+    /// give an edge-triggered epoll an edge that UDP never gives (the sender's close rings
+    /// this doorbell too).
     #[must_use]
     pub(crate) fn doorbell(&self) -> bool {
         self.bell.rung.fetch_add(1, Ordering::Relaxed);

@@ -14,7 +14,8 @@ pub(crate) enum Wake {
     /// Space to write, or news every writer must hear of.
     Writable,
     /// Space to write, told only to a writer that found no room since the last wake
-    /// (`SOCK_NOSPACE`, set through `conn::Caller::note_no_room`), as TCP tells of space an ACK freed.
+    /// (`SOCK_NOSPACE`, which such a writer sets: `sci_note_no_room`), as TCP tells of space
+    /// an ACK freed.
     Space,
     /// A state change (connected, closed, reset).
     State,

@@ -74,12 +74,6 @@ void sci_wake_writable(struct sock *sk)
 }
 
 /*
- * Only the state callback: the peer's end of stream or reset comes with a doorbell, which
- * wakes readers too (a kernel reader learns of it by reading, read_sock sets sk_state),
- * and a local shutdown must not make a kernel user read (iscsi_tcp's reader must not run
- * once it restored the callbacks, which it does after its own shutdown).
- */
-/*
  * Pairs with sci_note_no_room(): a writer sets SOCK_NOSPACE, then looks at the ring; the
  * doorbell's look read the peer's cursor before this, so either the writer saw the
  * space or this sees the flag.
@@ -102,6 +96,12 @@ void sci_note_no_room(struct sock *sk)
 	smp_mb__after_atomic();
 }
 
+/*
+ * Only the state callback: the peer's end of stream or reset comes with a doorbell, which
+ * wakes readers too (a kernel reader learns of it by reading, read_sock sets sk_state),
+ * and a local shutdown must not make a kernel user read (iscsi_tcp's reader must not run
+ * once it restored the callbacks, which it does after its own shutdown).
+ */
 void sci_wake_state(struct sock *sk)
 {
 	READ_ONCE(sk->sk_state_change)(sk);
