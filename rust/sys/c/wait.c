@@ -84,7 +84,7 @@ void sci_wake_space(struct sock *sk)
 
 	smp_mb();
 	if (sock && test_and_clear_bit(SOCK_NOSPACE, &sock->flags))
-		READ_ONCE(sk->sk_write_space)(sk);
+		sci_wake_writable(sk);
 }
 
 void sci_note_no_room(struct sock *sk)
