@@ -18,6 +18,12 @@
  * doorbell; read_sock must still read it or have the reader told to come back. With
  * af_sci's test_wait_race_us set, most messages arrive in that window.
  *
+ * And sk_write_space, as iscsi_tcp's transmit relies on it (kernel/patches/0004-*): it is
+ * called, as TCP calls it, only for a writer that ran out of room (SOCK_NOSPACE), so once
+ * after a stall and not for every answer of a ping-pong whose writer never waited for
+ * room; a writer that found the ring full with MSG_DONTWAIT is called back once its peer
+ * read, and can send again.
+ *
  * The test runs when the module is loaded: "insmod sci_kselftest.ko family=27" succeeds
  * only if every check passed; failures are logged and make insmod fail with EIO. With
  * keep=1 one clone stays kept until the module is removed, after its sockets are closed:
@@ -319,6 +325,38 @@ struct ping_reader {
 
 static struct ping_reader ping;
 
+/* sk_write_space calls on the two ends (the ping's writer and reader, the stall's writer). */
+static atomic_t spaces[2];
+static struct sock *space_sk[2];
+static DECLARE_WAIT_QUEUE_HEAD(space_wq);
+
+static void count_space(struct sock *sk)
+{
+	atomic_inc(&spaces[sk == READ_ONCE(space_sk[1])]);
+	wake_up(&space_wq);
+}
+
+/* Installs count_space on sock as end (0 or 1) and returns what was there. */
+static void (*count_spaces_of(struct socket *sock, int end))(struct sock *)
+{
+	void (*saved)(struct sock *sk);
+
+	atomic_set(&spaces[end], 0);
+	WRITE_ONCE(space_sk[end], sock->sk);
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	saved = sock->sk->sk_write_space;
+	sock->sk->sk_write_space = count_space;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+	return saved;
+}
+
+static void restore_space(struct socket *sock, void (*saved)(struct sock *))
+{
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_write_space = saved;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+}
+
 static void ping_data_ready(struct sock *sk)
 {
 	atomic_inc(&ping.readies);
@@ -377,6 +415,7 @@ static int ping_writer_fn(void *arg)
 static void test_read_sock_wakeup(struct socket *tx, struct socket *rx)
 {
 	struct ping_writer w = { .sock = tx };
+	void (*saved_space[2])(struct sock *sk);
 	void (*saved_ready)(struct sock *sk);
 	struct task_struct *t;
 	read_descriptor_t desc;
@@ -389,6 +428,8 @@ static void test_read_sock_wakeup(struct socket *tx, struct socket *rx)
 	saved_ready = rx->sk->sk_data_ready;
 	rx->sk->sk_data_ready = ping_data_ready;
 	write_unlock_bh(&rx->sk->sk_callback_lock);
+	saved_space[0] = count_spaces_of(tx, 0);
+	saved_space[1] = count_spaces_of(rx, 1);
 	tx->sk->sk_rcvtimeo = 10 * HZ;
 
 	t = kthread_run(ping_writer_fn, &w, "sci_kselftest_ping");
@@ -425,11 +466,85 @@ wait:
 	wait_for_completion(&w.done);
 	CHECK(w.rounds == PING_ROUNDS && !w.err,
 	      "read_sock ping-pong: %d of %d rounds (writer's error %d)", w.rounds, PING_ROUNDS, w.err);
+	/*
+	 * Each answer's doorbell also shows the peer consumed the question, but neither end
+	 * ever waited for room: sk_write_space is for a writer that did (TCP's
+	 * tcp_check_space). A few calls may come from doorbells that showed no change (they
+	 * wake every writer, so that none is left asleep); one per round would be the bug.
+	 */
+	CHECK(atomic_read(&spaces[0]) + atomic_read(&spaces[1]) <= PING_ROUNDS / 10,
+	      "sk_write_space ran %d and %d times in %d rounds with no writer out of room",
+	      atomic_read(&spaces[0]), atomic_read(&spaces[1]), PING_ROUNDS);
+	pr_info("sci_kselftest: read_sock ping-pong: %d rounds, sk_write_space %d and %d times\n",
+		w.rounds, atomic_read(&spaces[0]), atomic_read(&spaces[1]));
 out:
+	restore_space(tx, saved_space[0]);
+	restore_space(rx, saved_space[1]);
 	tx->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
 	write_lock_bh(&rx->sk->sk_callback_lock);
 	rx->sk->sk_data_ready = saved_ready;
 	write_unlock_bh(&rx->sk->sk_callback_lock);
+}
+
+/*
+ * A writer that fills the ring with MSG_DONTWAIT gets EAGAIN, as iscsi_tcp's transmit
+ * does; once the peer read, its sk_write_space runs (that is all that restarts
+ * iscsi_tcp's transmit), once, and it can send again. Everything arrives intact.
+ */
+static void test_write_space_after_stall(struct socket *tx, struct socket *rx)
+{
+	u8 *out = kvmalloc(RING_BYTES * 2, GFP_KERNEL), *in = kvmalloc(RING_BYTES * 2, GFP_KERNEL);
+	void (*saved)(struct sock *sk);
+	size_t sent = 0, more, i;
+	int ret, calls;
+
+	if (!out || !in) {
+		CHECK(0, "no memory for the stall test");
+		goto free;
+	}
+	for (i = 0; i < RING_BYTES * 2; i++)
+		out[i] = pattern(i);
+	saved = count_spaces_of(tx, 0);
+	for (;;) {
+		ret = send_some(tx, out + sent, min_t(size_t, CHUNK, RING_BYTES * 2 - sent), MSG_DONTWAIT);
+		if (ret <= 0)
+			break;
+		sent += ret;
+		if (sent == RING_BYTES * 2)
+			break;
+	}
+	CHECK(ret == -EAGAIN, "filling the ring with MSG_DONTWAIT ended with %d after %zu bytes, want -EAGAIN",
+	      ret, sent);
+	CHECK(sent >= RING_BYTES / 2 && sent < RING_BYTES * 2, "%zu bytes went before EAGAIN", sent);
+	CHECK(test_bit(SOCK_NOSPACE, &tx->flags), "SOCK_NOSPACE is not set after EAGAIN");
+	calls = atomic_read(&spaces[0]);
+	CHECK(calls == 0, "sk_write_space ran %d times before the peer read", calls);
+	if (ret != -EAGAIN)
+		goto restore;
+
+	ret = recv_all(rx, in, sent);
+	CHECK(ret == sent && !memcmp(in, out, sent), "read back %d of %zu bytes%s", ret, sent,
+	      ret == sent ? ", not what was sent" : "");
+	CHECK(wait_event_timeout(space_wq, atomic_read(&spaces[0]) > 0, 10 * HZ),
+	      "the peer read %zu bytes, and sk_write_space did not run in 10 s", sent);
+	CHECK(!test_bit(SOCK_NOSPACE, &tx->flags), "SOCK_NOSPACE still set after sk_write_space");
+	more = min_t(size_t, CHUNK, RING_BYTES * 2 - sent);
+	ret = send_some(tx, out + sent, more, MSG_DONTWAIT);
+	CHECK(ret == more, "sending after sk_write_space returned %d, want %zu", ret, more);
+	if (ret > 0) {
+		int got = recv_all(rx, in, ret);
+
+		CHECK(got == ret && !memcmp(in, out + sent, ret), "read back %d of %d bytes after the stall",
+		      got, ret);
+	}
+	calls = atomic_read(&spaces[0]);
+	CHECK(calls <= 2, "sk_write_space ran %d times for one stall", calls);
+	pr_info("sci_kselftest: stall: %zu bytes before EAGAIN, sk_write_space %d times\n", sent, calls);
+restore:
+	restore_space(tx, saved);
+free:
+	kvfree(out);
+	kvfree(in);
 }
 
 static void test_shutdown(struct socket *tx, struct socket *rx)
@@ -486,6 +601,7 @@ static int __init sci_kselftest_init(void)
 	test_bvec(rx, tx);
 	test_read_sock_wakeup(tx, rx);
 	test_read_sock_keep(tx, rx);
+	test_write_space_after_stall(tx, rx);
 	test_shutdown(tx, rx);
 out:
 	if (rx)
