@@ -20,6 +20,9 @@ pub(super) struct Seen {
     writer_flags: AtomicU64,
     freed: AtomicU64,
     reader_flags: AtomicU64,
+    /// The direct fills of this end's posted receive buffer at the last look (a fill
+    /// moves no line: `fabric/direct.rs`).
+    fills: AtomicU64,
     /// Doorbells that came (wrapping): the sweep's proof that one did.
     rung: AtomicU32,
 }
@@ -34,6 +37,7 @@ impl Seen {
             writer_flags: AtomicU64::new(l.writer_flags),
             freed: AtomicU64::new(l.freed),
             reader_flags: AtomicU64::new(l.reader_flags),
+            fills: AtomicU64::new(fills_in(seg)),
             rung: AtomicU32::new(0),
         }
     }
@@ -51,12 +55,25 @@ impl Seen {
         (before, now)
     }
 
+    /// Whether the peer's writer filled a receive buffer this end posted in `seg` since
+    /// the last look.
+    fn filled(&self, seg: &SegMem) -> bool {
+        let now = fills_in(seg);
+        self.fills.swap(now, Ordering::AcqRel) != now
+    }
+
     /// Whether the producer cursor in `seg` moved since the last look: all an implicit
     /// connection's doorbell asks (one load, one swap per datagram).
     fn arrived(&self, seg: &SegMem) -> bool {
         let now = PeerLines::arrived_at(seg, 0);
         self.arrived.swap(now, Ordering::AcqRel) != now
     }
+}
+
+/// The direct fills of the receive buffers posted in `seg` so far (none on a device's
+/// segment, which has no slot).
+fn fills_in(seg: &SegMem) -> u64 {
+    seg.direct().map_or(0, |d| d.fills())
 }
 
 impl Conn {
@@ -79,10 +96,11 @@ impl Conn {
                 writers: Writers::None,
             }
         } else {
+            let filled = self.bell.filled(&self.seg);
             let (before, now) = self
                 .bell
                 .look(&self.seg, self.params.geometry.rx_area_size());
-            bell_wakes(before, now)
+            bell_wakes(before, now, filled)
         };
         let owner = self.owner.lock();
         if w.readable {

@@ -20,7 +20,7 @@
 //! this one's pages) has no slot; its connections always go through the ring.
 
 use crate::sys::pinned::PinnedBuf;
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::new_condvar;
 use kernel::prelude::*;
 use kernel::sync::{CondVar, Mutex};
@@ -47,6 +47,9 @@ pub(crate) struct DirectRecv {
     fill_ended: CondVar,
     /// The writer's last send was at least `direct_min` bytes long.
     large_sends: AtomicBool,
+    /// Fills so far (wrapping): a fill moves no line of the ring, so the reader's
+    /// doorbell learns of it here, without the slot's lock (`conn/bell.rs`).
+    fills: AtomicU64,
 }
 
 impl DirectRecv {
@@ -56,6 +59,7 @@ impl DirectRecv {
             slot <- kernel::new_mutex!(Slot::Empty, "DirectRecv::slot"),
             fill_ended <- new_condvar!("DirectRecv::fill_ended"),
             large_sends: AtomicBool::new(false),
+            fills: AtomicU64::new(0),
         })
     }
 
@@ -98,7 +102,14 @@ impl DirectRecv {
     /// Writer: hands back the buffer it claimed, with its first `n` bytes filled.
     pub(crate) fn fill_done(&self, buf: PinnedBuf, n: usize) {
         *self.slot.lock() = Slot::Filled(buf, n);
+        self.fills.fetch_add(1, Ordering::Release);
         self.fill_ended.notify_all();
+    }
+
+    /// Doorbell: the fills so far (safe in atomic context). The writer counts a fill
+    /// before it rings the reader's doorbell.
+    pub(crate) fn fills(&self) -> u64 {
+        self.fills.load(Ordering::Acquire)
     }
 
     /// Reader: whether a writer filled (or is filling) the posted buffer: its wait is

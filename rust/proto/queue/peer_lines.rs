@@ -81,21 +81,24 @@ const fn news(flags: u64) -> u64 {
 }
 
 /// The wakes of a doorbell whose look found the lines at `now`, the last look having
-/// found them at `before`.
+/// found them at `before`, and `filled` when the peer's writer filled a receive buffer
+/// this end posted (a direct receive, which moves no line) since that look.
 ///
-/// Bytes alone wake readers, space alone the writers that ran out of room; news in a
+/// Bytes or a fill wake readers, space alone the writers that ran out of room; news in a
 /// flag word wakes both (an end of stream, a close or an abort concerns either side). A
-/// doorbell that finds nothing changed wakes both: it may carry what no line shows (a
-/// direct fill of the reader's buffer), or a concurrent look may have taken its change
-/// first; a wake too many is what the socket had before, a wake too few a hang.
-pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines) -> BellWakes {
+/// doorbell that finds nothing changed wakes both: a concurrent look may have taken its
+/// change first; a wake too many is what the socket had before, a wake too few a hang.
+/// A fill is told apart from the lines, since it may come with them: the answer to a
+/// request the peer consumed frees space in the same look, and space alone wakes no
+/// reader.
+pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines, filled: bool) -> BellWakes {
     let data = before.arrived != now.arrived;
     let space = before.freed != now.freed;
     let flags = news(before.writer_flags) != news(now.writer_flags)
         || news(before.reader_flags) != news(now.reader_flags);
-    let nothing = !data && !space && !flags;
+    let nothing = !data && !space && !flags && !filled;
     BellWakes {
-        readable: data || flags || nothing,
+        readable: data || filled || flags || nothing,
         writers: if flags || nothing {
             Writers::All
         } else if space {
