@@ -613,6 +613,9 @@ out:
 		sock_release(lsock);
 	if (failures) {
 		pr_err("sci_kselftest: %d of %d checks failed\n", failures, checks);
+		/* No module exit will let go of it: af_sci's rmmod would wait for good. */
+		kfree_skb(kept_until_exit);
+		kept_until_exit = NULL;
 		return -EIO;
 	}
 	pr_info("sci_kselftest: all %d checks passed\n", checks);
