@@ -9,6 +9,7 @@ usage: sci_stream.py MIB sci|native
 """
 import hashlib
 import os
+import random
 import socket
 import struct
 import sys
@@ -22,13 +23,26 @@ def mode(sock):
     return struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))[0]
 
 
+BLOCK = 1 << 17
+
+
+def chunks(seed, total):
+    """`total` seeded bytes in 128 KiB blocks, block k the first rotated by k * 7919: no
+    two blocks alike (up to 16 GiB), so a span lost and another repeated cannot leave the
+    digest unchanged, as they could in a stream that repeats itself."""
+    base = random.Random(seed).randbytes(BLOCK)
+    k = 0
+    while k * BLOCK < total:
+        r = (k * 7919) % BLOCK
+        yield (base[r:] + base[:r])[: total - k * BLOCK]
+        k += 1
+
+
 def pump(sock, total, seed, result):
     """Send `total` pseudo-random bytes; record their digest."""
     h = hashlib.sha256()
-    block = hashlib.sha256(seed).digest() * 4096  # 128 KiB
     sent = 0
-    while sent < total:
-        chunk = block[: min(len(block), total - sent)]
+    for chunk in chunks(seed, total):
         sock.sendall(chunk)
         h.update(chunk)
         sent += len(chunk)
