@@ -1,6 +1,7 @@
 """What the pair tests' guest scripts share: TAP output, messages between the guests
 through the control directory, the patterns each guest writes into its own half of the
-shared memory for the other to read back, and the AF_SCI setup of the guests (af_sci.ko
+shared memory for the other to read back, the seeded byte streams of the checksummed
+transfers (Stream), and the AF_SCI setup of the guests (af_sci.ko
 on the ivshmem fabric, the node map, going on under sci-run, SCI_INFO, the dmesg check)."""
 
 import glob
@@ -36,6 +37,35 @@ NODE = {"a": 0, "b": 1, "c": 2}
 GUESTS = int(os.environ.get("SCI_PAIR_GUESTS", "2"))
 # The ivshmem device model of the run: doorbell or plain (vm-pair's SCI_PAIR_MODE).
 DEVICE = os.environ.get("SCI_PAIR_MODE", "doorbell")
+
+
+STREAM_BLOCK = 1 << 20
+
+
+class Stream:
+    """The bytes of stream `seed` (an int or bytes), to send or to check, in order: 1 MiB
+    of seeded bytes, block k of the stream being it rotated by k * 7919 (mod 1 MiB), so no
+    two blocks are alike and a lost or repeated span of any length shows as a wrong byte
+    and a different digest."""
+
+    def __init__(self, seed):
+        self.buf = random.Random(seed).randbytes(STREAM_BLOCK)
+        self.k = -1
+        self.cur = b""
+
+    def at(self, pos, n):
+        """n bytes at pos (pos only grows, by at most a block at a time)."""
+        out = bytearray()
+        while n > 0:
+            k, off = divmod(pos, STREAM_BLOCK)
+            if k != self.k:
+                r = (k * 7919) % STREAM_BLOCK
+                self.k, self.cur = k, self.buf[r:] + self.buf[:r]
+            take = min(n, STREAM_BLOCK - off)
+            out += self.cur[off:off + take]
+            pos += take
+            n -= take
+        return bytes(out)
 
 
 class Tap:
