@@ -19,8 +19,9 @@
 //! ([`settle_lent`]). While one buffer is kept, later bytes are copied, so at most one
 //! hold is out per connection. Memory without pages is copied into fresh socket buffers.
 
+use super::readiness::tcp_state_of;
 use super::transfer::{consume, heard};
-use super::{peer_of_opt, proto_err, tcp_state_of, Caller, Conn, Inner};
+use super::{peer_of_opt, proto_err, Caller, Conn, Inner};
 use crate::fabric::Fabric;
 use crate::proto::ring::Span;
 use crate::sys::bindings;

@@ -29,55 +29,38 @@
 //! listener kthread's sweep); the receiver reads what is left in the ring, then lets it
 //! go. A peer that closes its socket or whose node goes down ends it too, and the next
 //! datagram goes over UDP.
+//!
+//! The sending side is in `implicit/outbound.rs`; this file holds the endpoint, its
+//! receiving side and what the control plane asks of it.
 
-use crate::config::rules::{Decision, Ip};
-use crate::conn::addr::{effective_dest, is_link_local, to_wire, Addr, ListenAddr};
-use crate::conn::{Conn, Ends, Phase, Received, Sent};
-use crate::control::{DatagramPort, Destination, Plane};
-use crate::fabric::NodeId;
-use crate::proto::frame::Frame;
-use crate::proto::record::MAX_PAYLOAD;
+mod outbound;
+
+use crate::config::rules::Ip;
+use crate::conn::addr::{Addr, ListenAddr};
+use crate::conn::{Conn, Ends, Received};
+use crate::control::{DatagramPort, Plane};
 use crate::proto::spin::{SpinHistory, SpinSetting};
 use crate::socket::dgram::inbound::{Inbound, MAX_IN};
 use crate::socket::native::Native;
 use crate::socket::registry::DgramInfo;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
-use crate::sys::net::{local_ifindex, Msg};
-use crate::sys::params::{default_spin_us, dgram_idle_ms, sci_loopback_enabled};
+use crate::sys::net::Msg;
+use crate::sys::params::{default_spin_us, dgram_idle_ms};
 use crate::sys::task::{coarse_ms, cpu_contended};
-use core::ffi::c_int;
 use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
+pub(crate) use outbound::SourceAsk;
+use outbound::{Outbound, ANSWER_MS};
 
-/// The longest datagram to an IPv4 destination: 65535 less the IPv4 and UDP headers.
-const MAX_PAYLOAD_V4: usize = 65507;
 /// Destinations a socket reaches over SCI at once (others take UDP).
 const MAX_OUT: usize = 16;
-/// How long an outbound connection waits for the peer node's answer (ms) before the
-/// destination is given up for now (its datagrams went over UDP meanwhile).
-const ANSWER_MS: i64 = 1000;
-
 /// Now, for the connections' idle and answer times (ms; a tick or so behind `ktime_get`,
 /// which the sweep reads: a connection lasts at most a tick longer).
 fn now_ms() -> i64 {
     coarse_ms()
-}
-
-/// An implicit connection to one destination.
-struct Outbound {
-    /// The destination as the sender names it (canonical address, port).
-    dest: (Ip, u16),
-    /// The destination as the request named it (`0.0.0.0` there is a loopback address), as
-    /// a refusal is remembered.
-    what: Destination,
-    conn: Arc<Conn>,
-    /// Answered by the peer's node (else still waiting, until `since_ms + ANSWER_MS`).
-    up: bool,
-    /// When it was set up, then when it last carried a datagram (ms).
-    since_ms: i64,
 }
 
 /// The connections, under the endpoint's mutex.
@@ -153,16 +136,6 @@ pub(crate) struct Taken {
     pub(crate) to: Addr,
     pub(crate) loopback: bool,
 }
-
-/// The source a datagram to send asks for with `IP_PKTINFO`/`IPV6_PKTINFO`.
-#[derive(Clone, Copy)]
-pub(crate) struct SourceAsk {
-    /// The address (unspecified: any).
-    pub(crate) ip: Ip,
-    /// The interface (0: any).
-    pub(crate) ifindex: i32,
-}
-
 impl Endpoint {
     /// An endpoint for the socket `owner` whose native socket is bound to `addr`.
     pub(crate) fn new(owner: usize, native: Native, addr: ListenAddr) -> Result<Arc<Self>> {
@@ -189,167 +162,6 @@ impl Endpoint {
             }),
             GFP_KERNEL,
         )
-    }
-
-    /// Sends one datagram of `len` bytes to `dest` over its implicit connection, if it has
-    /// one that is up: `None` sends it over UDP (no connection yet, or none possible; the
-    /// first datagram to a destination of the fabric also starts one).
-    pub(crate) fn send(
-        &self,
-        stack: &Stack,
-        own: &OwnSk,
-        (dest, source): ((Ip, u16), Option<SourceAsk>),
-        msg: Msg,
-        len: usize,
-    ) -> Option<Result<c_int>> {
-        let dest = (dest.0.canonical(), dest.1);
-        // UDP's limits: an IPv4 datagram carries at most 65507 bytes (UDP refuses more
-        // with EMSGSIZE, and so it goes there).
-        let max = match dest.0 {
-            Ip::V4(_) => MAX_PAYLOAD_V4,
-            Ip::V6(_) => MAX_PAYLOAD,
-        };
-        if len > max || !sci_loopback_enabled() {
-            return None;
-        }
-        let plane = stack.plane.plane();
-        let now = now_ms();
-        let mut g = self.conns.lock();
-        if g.closed {
-            return None;
-        }
-        let Some(i) = g
-            .out
-            .iter()
-            .position(|o| o.as_ref().is_some_and(|o| o.dest == dest))
-        else {
-            let free = g.out.iter().position(Option::is_none)?;
-            g.out[free] = self.start(stack, own, dest);
-            return None;
-        };
-        let (up, since_ms) = {
-            let o = g.out[i].as_ref()?;
-            (o.up, o.since_ms)
-        };
-        // Once up, the send finds out whether it still is (`Sent::Gone`): no look at the
-        // phase (a lock) per datagram.
-        if !up {
-            match g.out[i].as_ref()?.conn.phase() {
-                Phase::Established => own.stats().implicit_connection(),
-                Phase::Connecting if now - since_ms < ANSWER_MS => return None,
-                phase => {
-                    if let Some(o) = g.out[i].take() {
-                        self.give_up(stack, &o, phase);
-                    }
-                    return None;
-                }
-            }
-        }
-        let o = g.out[i].as_mut()?;
-        o.up = true;
-        if source.is_some_and(|ask| !source_allows(own, &plane, &o.conn, ask)) {
-            return None;
-        }
-        o.since_ms = now;
-        match o.conn.send_datagram(plane.fabric(), msg, len) {
-            Ok(Sent::Queued) => {
-                self.sent.fetch_add(1, Ordering::Relaxed);
-                own.stats().dgram_sent();
-                Some(Ok(len as c_int))
-            }
-            Ok(Sent::Dropped) => {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-                own.stats().dgram_dropped();
-                Some(Ok(len as c_int))
-            }
-            Err(e) if e == EFAULT => Some(Err(e)),
-            // The peer ended it (or broke the queue): UDP from here.
-            Ok(Sent::Gone) | Err(_) => {
-                if let Some(o) = g.out[i].take() {
-                    end(&plane, &o.conn);
-                }
-                None
-            }
-        }
-    }
-
-    /// Starts an implicit connection to `dest` if the node map puts it on a node of the
-    /// fabric and nothing rules it out; `None` leaves the destination to UDP.
-    fn start(&self, stack: &Stack, own: &OwnSk, dest: (Ip, u16)) -> Option<Outbound> {
-        let (ip, port) = dest;
-        let plane = stack.plane.plane();
-        let fabric = plane.fabric();
-        let Decision::Sci(node) = stack.decide(own.net(), ip, port) else {
-            return None;
-        };
-        let node = NodeId::try_from(node).ok()?;
-        let local = node == fabric.local_node();
-        if !fabric.reaches(node) || is_link_local(ip) {
-            return None;
-        }
-        let ip = if local { effective_dest(ip) } else { ip };
-        let namespace = if local { own.namespace().0 } else { 0 };
-        let what = Destination {
-            node,
-            ip: ip.canonical(),
-            port,
-            namespace,
-            datagram: true,
-        };
-        if stack.plane.refused_lately(&what) {
-            return None;
-        }
-        let v6 = self.addr.v6;
-        let src_ip = match self.native.addrs().local.0 {
-            bound if !bound.is_unspecified() => bound,
-            _ if local => ip,
-            _ => crate::config::host::route_source(own.net(), ip).ok()?,
-        };
-        // No room in the table (or the region) or a full mailbox: UDP, and not asked
-        // again on every datagram, but after `refusal_ms`.
-        let Ok(conn) = stack.plane.new_conn(
-            node,
-            Addr::inet(src_ip, self.addr.port, v6),
-            Addr::inet(ip, port, v6),
-        ) else {
-            stack.plane.remember_refusal(what);
-            return None;
-        };
-        conn.never_move();
-        let request = Frame::connect_request(
-            conn.id,
-            (to_wire(src_ip), self.addr.port),
-            (to_wire(ip), port, namespace),
-            conn.offer(),
-        )
-        .for_datagrams()
-        .encode_bytes();
-        // Through the fabric even to this node (not `Plane::send_control`, which would
-        // serve it here): this runs under the endpoint's `conns` lock, and serving the
-        // request attaches the new end to a bound datagram socket, maybe this one. The
-        // listener kthread serves it, holding no socket's lock.
-        if fabric.send_control(node, &request).is_err() {
-            end(&plane, &conn);
-            stack.plane.remember_refusal(what);
-            return None;
-        }
-        Some(Outbound {
-            dest,
-            what,
-            conn,
-            up: false,
-            since_ms: now_ms(),
-        })
-    }
-
-    /// Ends an outbound connection that never came up; a destination with no datagram
-    /// socket bound is remembered as refused.
-    fn give_up(&self, stack: &Stack, o: &Outbound, phase: Phase) {
-        let plane = stack.plane.plane();
-        end(&plane, &o.conn);
-        if phase == Phase::NoListener {
-            stack.plane.remember_refusal(o.what);
-        }
     }
 
     /// Takes the next datagram from the implicit connections (round robin), with `peek`
@@ -636,22 +448,6 @@ fn from_peer(conn: &Conn, (ip, port): (Ip, u16)) -> bool {
     conn.peer
         .ip_port()
         .is_some_and(|(i, p)| p == port && i.canonical() == ip.canonical())
-}
-
-/// Whether a datagram that asks for `ask` may take `conn`: it names the connection's own
-/// source address (or any) and the interface that has that address (or any), as the
-/// packet information of datagrams over SCI names them ([`Native::put_pktinfo`]); any
-/// other source is UDP's to honour.
-fn source_allows(own: &OwnSk, plane: &Plane<'_>, conn: &Conn, ask: SourceAsk) -> bool {
-    let Some((src, _)) = conn.local.ip_port() else {
-        return false;
-    };
-    let src = src.canonical();
-    if !ask.ip.is_unspecified() && ask.ip.canonical() != src {
-        return false;
-    }
-    ask.ifindex == 0
-        || ask.ifindex == local_ifindex(own.net(), src.octets(), plane.within_node(conn))
 }
 
 /// Ends an implicit connection: closed (gracefully: the peer reads what is in its ring
