@@ -29,12 +29,15 @@ BLOCK = 1 << 17
 def chunks(seed, total):
     """`total` seeded bytes in 128 KiB blocks, block k the first rotated by k * 7919: no
     two blocks alike (up to 16 GiB), so a span lost and another repeated cannot leave the
-    digest unchanged, as they could in a stream that repeats itself."""
+    digest unchanged, as they could in a stream that repeats itself. Each block is a view
+    of the seeded bytes written twice, not a copy: in a TCG guest Python copies no faster
+    than it hashes (512 MiB each way took 99 s with copies, 82 s with views, 2026-12-03)."""
     base = random.Random(seed).randbytes(BLOCK)
+    twice = memoryview(base + base)
     k = 0
     while k * BLOCK < total:
         r = (k * 7919) % BLOCK
-        yield (base[r:] + base[:r])[: total - k * BLOCK]
+        yield twice[r:r + min(BLOCK, total - k * BLOCK)]
         k += 1
 
 
