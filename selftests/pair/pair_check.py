@@ -78,14 +78,16 @@ class Stream:
         """The n bytes at pos, as bytes."""
         return b"".join(self.views(pos, n))
 
-    def matches(self, pos, data):
-        """Whether data is the n = len(data) bytes at pos, compared in place."""
+    def first_wrong(self, pos, data):
+        """The offset in data of its first byte that is not the stream's at pos + offset,
+        or None: compared in place, byte by byte only in a part that differs."""
         data, i = memoryview(data), 0
         for part in self.views(pos, len(data)):
-            if data[i:i + len(part)] != part:
-                return False
+            got = data[i:i + len(part)]
+            if got != part:
+                return i + next(j for j in range(len(part)) if got[j] != part[j])
             i += len(part)
-        return True
+        return None
 
 
 class Tap:
