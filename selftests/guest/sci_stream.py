@@ -3,72 +3,39 @@
 
 Asserts through SCI_INFO that both ends really are AF_SCI connections in mode
 `expected` (sci or native), then moves MIB MiB in each direction at once and compares
-the SHA-256 digest of what each end received with that of the stream sent to it. Exit
-status 0 only if everything matched.
+the SHA-256 digest of what each end received with that of the stream sent to it
+(selftests/harness/seeded_stream.py). Exit status 0 only if everything matched.
 
 usage: sci_stream.py MIB sci|native
        sci_stream.py --digests MIB   (on the host: SCI_STREAM_DIGESTS for a MIB run)
 """
 import hashlib
 import os
-import random
 import socket
 import struct
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "harness"))
+from seeded_stream import Stream, print_stream_digests, stream_digest  # noqa: E402
+
 SOL_SCI, SCI_INFO = 300, 1
 MODES = {"native": 0, "sci": 1}
+# The client's stream and the server's.
+SEEDS = (b"c", b"s")
 
 
 def mode(sock):
     return struct.unpack("4I", sock.getsockopt(SOL_SCI, SCI_INFO, 16))[0]
 
 
-BLOCK = 1 << 17
-
-
-def chunks(seed, total):
-    """`total` seeded bytes in 128 KiB blocks, block k the first rotated by k * 7919: no
-    two blocks alike (up to 16 GiB), so a span lost and another repeated cannot leave the
-    digest unchanged, as they could in a stream that repeats itself. Each block is a view
-    of the seeded bytes written twice, not a copy: in a TCG guest Python copies no faster
-    than it hashes (less CPU per byte; the time it saves, selftests/README.md)."""
-    base = random.Random(seed).randbytes(BLOCK)
-    twice = memoryview(base + base)
-    k = 0
-    while k * BLOCK < total:
-        r = (k * 7919) % BLOCK
-        yield twice[r:r + min(BLOCK, total - k * BLOCK)]
-        k += 1
-
-
-def digest(seed, total):
-    """SHA-256 (hex) of chunks(seed, total): what the receiver's digest must be. make test
-    works out those of the 1 GiB run on the host (--digests), where SHA-256 is some fifty
-    times faster than in a TCG guest, and hands them in as SCI_STREAM_DIGESTS, so that the
-    senders need not hash what they send; any other is hashed here. Both use the same
-    Python: the guest runs the host's root file system."""
-    key = f"b{seed.hex()}:{total}"
-    for item in os.environ.get("SCI_STREAM_DIGESTS", "").split():
-        name, _, value = item.partition("=")
-        if name == key:
-            return value
-    h = hashlib.sha256()
-    for chunk in chunks(seed, total):
-        h.update(chunk)
-    return h.hexdigest()
-
-
-SEEDS = (b"c", b"s")
-
-
 def pump(sock, total, seed, result):
-    """Send `total` pseudo-random bytes; record the digest they must arrive with."""
-    for chunk in chunks(seed, total):
-        sock.sendall(chunk)
+    """Send the first `total` bytes of stream `seed`; record the digest they must arrive
+    with."""
+    for part in Stream(seed).views(0, total):
+        sock.sendall(part)
     sock.shutdown(socket.SHUT_WR)
-    result["sent"] = digest(seed, total)
+    result["sent"] = stream_digest(seed, total)
 
 
 def drain(sock, result):
@@ -84,8 +51,7 @@ def drain(sock, result):
 def main():
     if sys.argv[1] == "--digests":
         total = int(sys.argv[2]) << 20
-        os.environ.pop("SCI_STREAM_DIGESTS", None)
-        print(" ".join(f"b{seed.hex()}:{total}={digest(seed, total)}" for seed in SEEDS))
+        print_stream_digests([(seed, total) for seed in SEEDS])
         return
     total = int(sys.argv[1]) << 20
     want = MODES[sys.argv[2]]
