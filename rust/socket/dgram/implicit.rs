@@ -177,7 +177,9 @@ impl Endpoint {
     ) -> Result<Option<Taken>> {
         let watched = own.watched();
         // One connection at a time, each reference taken under the lock and looked at
-        // outside it; round robin from where the last read left off.
+        // outside it (a copy to the reader's buffer may fault and wait, and the listener
+        // kthread, which serves every socket, takes this lock to attach); round robin
+        // from where the last read left off.
         let mut k = 0;
         loop {
             // (Not in a `while let`, whose guard would live through the body.)
