@@ -1,6 +1,6 @@
 # Sourced in the guests of selftests/bench/bench-block and profile-block (vm-pair's A, the
 # initiator at 10.0.0.1, and B, the servers at 10.0.0.2): the waits, the fabric, and
-# iSCSI's set-up on both sides, which the two share. The caller sets top, role, ctl,
+# NBD's and iSCSI's set-up on both sides, which the two share. The caller sets top, role, ctl,
 # scictl and sci_run, and defines fail MESSAGE (it does not return).
 
 A=10.0.0.1 B=10.0.0.2
@@ -32,6 +32,44 @@ fabric_up() {
 	printf '%s 0\n%s 1\n' $A $B >/tmp/nodes.conf
 	"$scictl" load --nodes /tmp/nodes.conf --ports /dev/null || fail "scictl load"
 	wait_for 240 sh -c "dmesg | grep -q 'linked with node $((1 - node))'" || fail "no fabric link"
+}
+
+# A: sci_end PORT: A's end of the connection to B:PORT is in mode sci
+sci_end() {
+	"$scictl" --json sockets | python3 -c "
+import json, sys
+s = [x for x in json.load(sys.stdin) if (x['peer'] or {}).get('port') == $1 and x['state'] == 'ESTAB']
+sys.exit(0 if len(s) == 1 and s[0]['mode'] == 'sci' else 1)"
+}
+
+# B: a 64 MiB disk (tmpfs) served by nbd-server plain on :10809 and by its own nbd-server
+# under sci-run on :10810. Daemons, not -d: nbd-server -d serves one client and exits, and
+# A attaches more than once.
+nbd_servers() {
+	local p
+	for p in 10809 10810; do
+		truncate -s 64M /tmp/nbd-$p.img
+		printf '[generic]\n\tlistenaddr = %s\n\tport = %s\n[disk]\n\texportname = /tmp/nbd-%s.img\n' \
+			$B $p $p >/tmp/nbd-$p.conf
+	done
+	nbd-server -C /tmp/nbd-10809.conf -p /tmp/nbd-10809.pid >/tmp/nbd-10809.log 2>&1 || fail "nbd-server :10809"
+	"$sci_run" nbd-server -C /tmp/nbd-10810.conf -p /tmp/nbd-10810.pid >/tmp/nbd-10810.log 2>&1 ||
+		fail "nbd-server :10810"
+}
+
+# A: nbd_attach tcp|sci attaches /dev/nbd0 to B's server (:10809, or :10810 with
+# nbd-client under sci-run) and sets nbd_port and nbd_disk; nbd_detach detaches it.
+nbd_attach() {
+	local run
+	nbd_port=$([ "$1" = tcp ] && echo 10809 || echo 10810)
+	run=$([ "$1" = sci ] && echo "$sci_run")
+	timeout 60 $run nbd-client $B $nbd_port /dev/nbd0 -N disk -b 4096 >/tmp/nbd-client.log 2>&1 ||
+		fail "nbd-client :$nbd_port"
+	nbd_disk=/dev/nbd0
+}
+nbd_detach() {
+	nbd-client -d /dev/nbd0 >/dev/null 2>&1
+	wait_for 30 sh -c 'test "$(cat /sys/block/nbd0/size)" = 0' || fail "nbd0 still attached"
 }
 
 # B: a 64 MiB disk (tmpfs) served by tgtd plain on :3260 and by its own tgtd under
