@@ -1,7 +1,7 @@
 # Sourced in the guests of selftests/bench/bench-block and profile-block (vm-pair's A, the
 # initiator at 10.0.0.1, and B, the servers at 10.0.0.2): the waits, the fabric, and
-# NBD's and iSCSI's set-up on both sides, which the two share. The caller sets top, role, ctl,
-# scictl and sci_run, and defines fail MESSAGE (it does not return).
+# NBD's and iSCSI's set-up on both sides, which the two share. The caller sets top, role,
+# ctl, scictl and sci_run, and defines fail MESSAGE (it does not return).
 
 A=10.0.0.1 B=10.0.0.2
 
