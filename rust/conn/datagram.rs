@@ -10,9 +10,11 @@
 //! native UDP socket; the socket layer merges the two and waits for either
 //! (`socket/dgram/`).
 
-use super::{proto_err, transfer::consume, Conn, Inner};
+use super::{proto_err, transfer::consume, Conn, Inner, Rx};
 use crate::fabric::memory::{msg_iter, with_kvec_iter};
 use crate::fabric::Fabric;
+use crate::proto::error::ProtocolError;
+use crate::proto::queue::{Look, PeerWriterState};
 use crate::proto::record::{self, Record, HEADER_LEN};
 use crate::proto::ring::Spans;
 use crate::proto::segment::Segment;
@@ -32,6 +34,20 @@ pub(crate) enum Sent {
     /// The connection no longer carries datagrams (the peer closed, reset or its node went
     /// down; or it is not established): the caller sends it another way.
     Gone,
+}
+
+/// What a read of a datagram found ([`Conn::recv_datagram`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// A datagram, taken (or peeked at).
+    Got(Received),
+    /// The ring was empty.
+    Empty {
+        /// The datagrams its writer dropped since they were last taken.
+        drops: u32,
+        /// The connection is over ([`Conn::datagrams_over`]).
+        over: bool,
+    },
 }
 
 /// A datagram a receiver took (or peeked at) from its ring.
@@ -134,6 +150,11 @@ impl Conn {
         if spans.total() == 0 {
             return Ok(None);
         }
+        self.record_at(rx, spans).map(|r| Some((r, spans)))
+    }
+
+    /// The record at the start of `spans`, the ring's readable spans (not empty).
+    fn record_at(&self, rx: &mut Rx, spans: Spans) -> Result<Record> {
         let head = spans.truncate(HEADER_LEN);
         let h = match header_word(head) {
             Some(off) => self.seg.load_u64(off).to_ne_bytes(),
@@ -151,13 +172,13 @@ impl Conn {
                 h
             }
         };
-        record::parse(h, spans.total() as u64)
-            .map(|r| Some((r, spans)))
-            .map_err(|e| proto_err(rx.fail_with(e)))
+        record::parse(h, spans.total() as u64).map_err(|e| proto_err(rx.fail_with(e)))
     }
 
     /// Takes the next datagram (with `peek`, copies it and leaves it) into `msg`, at most
-    /// `len` bytes of it; `None` when the ring is empty. `watched`: a poller watches the
+    /// `len` bytes of it, or finds the ring empty and learns what a reader learns there:
+    /// the drops ([`Conn::datagram_drops`]) and whether the connection is over
+    /// ([`Conn::datagrams_over`]). One look at the ring, under one lock. `watched`: a poller watches the
     /// socket, so the next arrival must ring even if this read leaves records behind.
     pub(crate) fn recv_datagram(
         &self,
@@ -166,15 +187,26 @@ impl Conn {
         len: usize,
         peek: bool,
         watched: bool,
-    ) -> Result<Option<Received>> {
+    ) -> Result<Read> {
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
-        let Some((rec, spans)) = self.head_record(&mut g)? else {
-            return Ok(None);
-        };
         let Some(rx) = g.rx.as_mut() else {
-            return Ok(None);
+            return Ok(Read::Empty {
+                drops: 0,
+                over: over(&mut g),
+            });
         };
+        let spans = match rx.look().map_err(proto_err)? {
+            Look::Readable(spans) => spans,
+            Look::Empty { drops, peer } => {
+                // The writer's state as `over` would load it: before the empty ring.
+                return Ok(Read::Empty {
+                    drops,
+                    over: over_given(&mut g, |_| Ok(Some(peer))),
+                });
+            }
+        };
+        let rec = self.record_at(rx, spans)?;
         rx.finish_wait();
         let at = record::place(spans, rec.payload).payload.truncate(len);
         let mut copied = 0;
@@ -191,7 +223,7 @@ impl Conn {
         if ring {
             self.notify_peer(fabric, peer_id);
         }
-        Ok(Some(Received {
+        Ok(Read::Got(Received {
             copied,
             len: rec.payload,
         }))
@@ -203,14 +235,6 @@ impl Conn {
     /// [`Consumer::drops_when_empty`]: crate::proto::queue::Consumer::drops_when_empty
     pub(crate) fn datagram_drops(&self) -> u32 {
         drops_of(&mut self.inner.lock())
-    }
-
-    /// What a reader that found this end's ring empty learns, under one lock: the drops
-    /// ([`Conn::datagram_drops`]) and whether the connection is over
-    /// ([`Conn::datagrams_over`]).
-    pub(crate) fn read_empty(&self) -> (u32, bool) {
-        let mut g = self.inner.lock();
-        (drops_of(&mut g), over(&mut g))
     }
 
     /// Discards the datagrams waiting in this end's ring (its socket ends the connection
@@ -278,12 +302,12 @@ impl Conn {
         let Some(rx) = g.rx.as_mut() else {
             return (false, 0);
         };
-        let (ready, ring) = match rx.prepare_wait() {
-            Ok(d) => (!d.sleep && rx.available() > 0, d.notify_peer),
-            // A broken ring is "ready": the next read finds the error and drops it.
-            Err(_) => (true, false),
+        let (ready, ring, drops) = match rx.prepare_datagram_wait() {
+            Ok((d, drops)) => (!d.sleep && rx.available() > 0, d.notify_peer, drops),
+            // A broken ring is "ready" (the next read finds the error and drops it), and
+            // reports no drops.
+            Err(_) => (true, false, 0),
         };
-        let drops = drops_of(&mut g);
         drop(g);
         if ring {
             self.notify_peer(fabric, peer_id);
@@ -327,6 +351,15 @@ fn drops_of(g: &mut Inner) -> u32 {
 
 /// [`Conn::datagrams_over`] under the connection's lock.
 fn over(g: &mut Inner) -> bool {
+    over_given(g, Rx::peer_when_empty)
+}
+
+/// [`over`], with the writer's state for a reader that found the ring empty (or `None`
+/// when bytes arrived meanwhile) from `when_empty`.
+fn over_given(
+    g: &mut Inner,
+    when_empty: impl FnOnce(&mut Rx) -> core::result::Result<Option<PeerWriterState>, ProtocolError>,
+) -> bool {
     let Inner {
         phase,
         rx,
@@ -352,7 +385,7 @@ fn over(g: &mut Inner) -> bool {
     if rx.frozen() {
         return rx.available() == 0;
     }
-    match rx.peer_when_empty() {
+    match when_empty(rx) {
         Ok(Some(w)) => w.done_writing || w.abort,
         Ok(None) => false,
         Err(_) => true,

@@ -30,7 +30,7 @@ mod read_sock;
 mod readiness;
 mod transfer;
 
-pub(crate) use datagram::{Received, Sent};
+pub(crate) use datagram::{Read, Received, Sent};
 pub(crate) use moving::Mover;
 pub(crate) use nagle::{Gathering, HeldSlots};
 

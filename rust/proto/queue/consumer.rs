@@ -4,7 +4,7 @@
 //! its consumer cursor, budget and flags in the sender's credit area.
 
 use super::{
-    at, should_publish_consumer, tagged, to_u64, untagged, PeerWriterState, QueueParams,
+    at, should_publish_consumer, tagged, to_u64, untagged, Look, PeerWriterState, QueueParams,
     WaitDecision,
 };
 use crate::proto::cursor::{
@@ -433,19 +433,65 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// reports (`SO_RXQ_OVFL`) a drop that came after it. A count the writer never
     /// stored, or one of another connection, is no drop.
     pub(crate) fn drops_when_empty(&mut self) -> Result<u32, ProtocolError> {
-        if self.frozen {
-            return Ok(0);
-        }
-        let word = self.ring.load_u64(at(self.ring_base, RX_PROD_DROPS));
+        let word = self.drops_word();
         if self.refresh()? > 0 {
             return Ok(0);
         }
-        let Some(count) = untagged(word, self.params.generation) else {
-            return Ok(0);
+        Ok(self.take_drops(word))
+    }
+
+    /// A datagram reader's look at the ring, one load of the producer cursor for what
+    /// [`readable`](Self::readable), [`drops_when_empty`](Self::drops_when_empty) and
+    /// [`peer_when_empty`](Self::peer_when_empty) would find: the readable spans, or
+    /// when the ring is empty the drops and the writer's state. Both were loaded before
+    /// the cursor that found the ring empty (the drop count here, the flags in
+    /// [`refresh`](Self::refresh)), which is the order those two need.
+    pub(crate) fn look(&mut self) -> Result<Look, ProtocolError> {
+        let word = self.drops_word();
+        let avail = self.refresh()?;
+        if avail > 0 {
+            return Ok(Look::Readable(self.params.geometry.spans(
+                at(self.ring_base, RX_DATA),
+                self.consumed,
+                avail,
+            )));
+        }
+        Ok(Look::Empty {
+            drops: self.take_drops(word),
+            peer: self.peer,
+        })
+    }
+
+    /// [`prepare_wait`](Self::prepare_wait) for a datagram reader, and the drops
+    /// ([`drops_when_empty`](Self::drops_when_empty)) from the same look at the ring:
+    /// the drop count is loaded before the cursor `prepare_wait` loads.
+    pub(crate) fn prepare_datagram_wait(&mut self) -> Result<(WaitDecision, u32), ProtocolError> {
+        let word = self.drops_word();
+        let decision = self.prepare_wait()?;
+        let drops = if self.available() == 0 {
+            self.take_drops(word)
+        } else {
+            0
+        };
+        Ok((decision, drops))
+    }
+
+    /// The writer's drop count word (local load), to be taken by
+    /// [`take_drops`](Self::take_drops) if a look at the ring after this load finds it
+    /// empty; none once frozen (the old writer's stores are not looked at again).
+    fn drops_word(&self) -> Option<u64> {
+        (!self.frozen).then(|| self.ring.load_u64(at(self.ring_base, RX_PROD_DROPS)))
+    }
+
+    /// The drops in `word` ([`drops_word`](Self::drops_word), loaded before a look that
+    /// found the ring empty) since the last taken.
+    fn take_drops(&mut self, word: Option<u64>) -> u32 {
+        let Some(count) = word.and_then(|w| untagged(w, self.params.generation)) else {
+            return 0;
         };
         let new = count.wrapping_sub(self.drops_seen);
         self.drops_seen = count;
-        Ok(new)
+        new
     }
 
     /// The peer writer's state for a reader that found the ring empty, or `None`

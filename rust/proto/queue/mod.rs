@@ -10,7 +10,7 @@
 use super::cursor::FlagWord;
 use super::error::ProtocolError;
 use super::ring::{
-    self, RingGeometry, CREDIT_BUDGET, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, QUEUE_MAGIC,
+    self, RingGeometry, Spans, CREDIT_BUDGET, CREDIT_CONS_CURSOR, CREDIT_CONS_FLAGS, QUEUE_MAGIC,
     QUEUE_VERSION, RX_GENERATION, RX_MAGIC, RX_PROD_CURSOR, RX_PROD_DROPS, RX_PROD_FLAGS,
     RX_RING_SIZE, RX_START, RX_VERSION,
 };
@@ -178,6 +178,20 @@ pub(crate) struct PeerWriterState {
 pub(crate) struct PeerReaderState {
     /// The peer closed its socket: it reads nothing more (writes get EPIPE).
     pub(crate) closed: bool,
+}
+
+/// What a datagram reader found in its ring ([`Consumer::look`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// Records wait, in these spans.
+    Readable(Spans),
+    /// Nothing waits.
+    Empty {
+        /// The datagrams the writer dropped since they were last taken.
+        drops: u32,
+        /// The writer's state, loaded before the ring was found empty.
+        peer: PeerWriterState,
+    },
 }
 
 /// Outcome of a `prepare_wait` call.

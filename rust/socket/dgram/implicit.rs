@@ -37,7 +37,7 @@ mod outbound;
 
 use crate::config::rules::Ip;
 use crate::conn::addr::{Addr, ListenAddr};
-use crate::conn::{Conn, Ends, Received};
+use crate::conn::{Conn, Ends, Read, Received};
 use crate::control::{DatagramPort, Plane};
 use crate::proto::spin::{SpinHistory, SpinSetting};
 use crate::socket::dgram::inbound::{Inbound, MAX_IN};
@@ -187,7 +187,7 @@ impl Endpoint {
                 return Ok(None);
             };
             match conn.recv_datagram(plane.fabric(), msg, len, peek, watched) {
-                Ok(Some(got)) => {
+                Ok(Read::Got(got)) => {
                     let mut g = self.conns.lock();
                     // A peek leaves the next read where the datagram is.
                     g.inbound.read_from(&conn, peek);
@@ -208,8 +208,7 @@ impl Endpoint {
                 // Read empty: what its sender dropped meanwhile counts now; one stopped by
                 // a connect to another peer and read to there ends (the next one moves
                 // into its place).
-                Ok(None) => {
-                    let (drops, over) = conn.read_empty();
+                Ok(Read::Empty { drops, over }) => {
                     self.native.add_drops(drops);
                     if over && self.drop_inbound(plane, &conn) {
                         continue;

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment, CREDIT_BASE, RX_BASE};
 use crate::proto::error::ProtocolError;
-use crate::proto::queue::default_publish_threshold;
+use crate::proto::queue::{default_publish_threshold, Look, PeerWriterState};
 use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
 use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_DROPS};
 
@@ -186,6 +186,98 @@ fn drops_reach_the_reader_once_it_read_what_came_before() {
         .unwrap()
         .is_some());
     assert_eq!(q.consumer.drops_when_empty().unwrap(), 2);
+}
+
+/// Takes the next record as the kernel's reader does (`Conn::recv_datagram`): one
+/// [`look`](crate::proto::queue::Consumer::look), which on an empty ring also takes the
+/// drops and the writer's state. `Ok(Err((drops, peer)))` when empty.
+fn take_or_look(
+    c: &mut TestConsumer,
+    seg: &TestSegment,
+) -> Result<Result<Vec<u8>, (u32, PeerWriterState)>, ProtocolError> {
+    let spans = match c.look()? {
+        Look::Readable(spans) => spans,
+        Look::Empty { drops, peer } => return Ok(Err((drops, peer))),
+    };
+    assert!(spans.total() > 0);
+    let h = seg.copy_from_spans(spans, HEADER_LEN);
+    let rec: Record = record::parse(h.try_into().unwrap(), spans.total() as u64)?;
+    let data = seg.copy_from_spans(record::place(spans, rec.payload).payload, rec.payload);
+    c.consume_and_update(rec.size)?;
+    if c.available() == 0 {
+        c.publish()?;
+    }
+    Ok(Ok(data))
+}
+
+#[test]
+fn one_look_finds_records_or_the_drops_and_the_end() {
+    // As `drops_reach_the_reader_once_it_read_what_came_before`, read by `look`.
+    let mut q = QueuePair::new(10, 4, 77, 0);
+    let sent: Vec<_> = (0..10u64)
+        .map(|i| stream(i, 0, 200))
+        .filter(|d| put(&mut q.producer, &q.rx_seg, d))
+        .collect();
+    assert_eq!(sent.len(), 4);
+    for d in &sent {
+        assert_eq!(
+            take_or_look(&mut q.consumer, &q.rx_seg).unwrap(),
+            Ok(d.clone())
+        );
+    }
+    let open = PeerWriterState::default();
+    assert_eq!(
+        take_or_look(&mut q.consumer, &q.rx_seg).unwrap(),
+        Err((6, open))
+    );
+    assert_eq!(
+        take_or_look(&mut q.consumer, &q.rx_seg).unwrap(),
+        Err((0, open)),
+        "taken once"
+    );
+    // A record, two drops behind it, then the writer is done: the record first, then
+    // the drops and the end together.
+    let last = stream(20, 0, 900);
+    assert!(put(&mut q.producer, &q.rx_seg, &last));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(21, 0, 900)));
+    assert!(!put(&mut q.producer, &q.rx_seg, &stream(22, 0, 900)));
+    q.producer.set_done_writing().unwrap();
+    assert_eq!(take_or_look(&mut q.consumer, &q.rx_seg).unwrap(), Ok(last));
+    let (drops, peer) = take_or_look(&mut q.consumer, &q.rx_seg)
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(drops, 2);
+    assert!(peer.done_writing, "{peer:?}");
+}
+
+#[test]
+fn a_wait_takes_the_drops_only_from_an_empty_ring() {
+    let mut q = QueuePair::new(10, 4, 77, 0);
+    let sent = (0..6u64)
+        .filter(|&i| put(&mut q.producer, &q.rx_seg, &stream(i, 0, 200)))
+        .count();
+    assert_eq!(sent, 4);
+    let (d, drops) = q.consumer.prepare_datagram_wait().unwrap();
+    assert!(!d.sleep);
+    assert_eq!(drops, 0, "records wait that came before the drops");
+    q.consumer.finish_wait();
+    while take(&mut q.consumer, &q.rx_seg, 4096, false)
+        .unwrap()
+        .is_some()
+    {}
+    let (d, drops) = q.consumer.prepare_datagram_wait().unwrap();
+    assert!(d.sleep);
+    assert_eq!(drops, 2);
+    assert!(!q.consumer.wake_due(), "nothing came since");
+    assert!(put(&mut q.producer, &q.rx_seg, &stream(9, 0, 200)));
+    assert!(
+        q.consumer.wake_due(),
+        "the wait request asks for the doorbell"
+    );
+    q.consumer.finish_wait();
+    let (d, drops) = q.consumer.prepare_datagram_wait().unwrap();
+    assert!(!d.sleep);
+    assert_eq!(drops, 0, "taken once");
 }
 
 #[test]
