@@ -57,6 +57,9 @@ use outbound::{Outbound, ANSWER_MS};
 
 /// Destinations a socket reaches over SCI at once (others take UDP).
 const MAX_OUT: usize = 16;
+/// Inbound connections [`Endpoint::with_inbound`] looks at without clearing room for
+/// [`MAX_IN`].
+const FEW_IN: usize = 4;
 /// Now, for the connections' idle and answer times (ms; a tick or so behind `ktime_get`,
 /// which the sweep reads: a connection lasts at most a tick longer).
 fn now_ms() -> i64 {
@@ -328,6 +331,12 @@ impl Endpoint {
         })
     }
 
+    /// Whether a datagram waits in an inbound ring: a look that posts nothing (a reader
+    /// woken up, which most likely finds one; else [`Endpoint::any_ready`]).
+    pub(crate) fn any_waiting(&self) -> bool {
+        self.with_inbound(|conns| conns.iter().flatten().any(|c| c.datagram_waiting()))
+    }
+
     /// The socket's receive buffer changed (`SO_RCVBUF`): each ring's sender learns it.
     pub(crate) fn rcvbuf_changed(&self) {
         let budget = self.native.rcvbuf();
@@ -351,10 +360,21 @@ impl Endpoint {
     /// Runs `f` on references to the inbound connections, taken under the lock and looked
     /// at outside it.
     fn with_inbound<R>(&self, f: impl FnOnce(&[Option<Arc<Conn>>]) -> R) -> R {
+        // This runs for every poll and every blocking read that waits, and a socket has a
+        // connection or two: their references go on the stack in a few slots, where
+        // [`MAX_IN`] of them would be half a KiB to clear each time.
+        let g = self.conns.lock();
+        if g.inbound.len() <= FEW_IN {
+            let mut refs = [const { None }; FEW_IN];
+            let n = g.inbound.clone_into(&mut refs);
+            drop(g);
+            return f(&refs[..n]);
+        }
         // Only the slots filled are emptied after `f`: the array's own drop would look at
-        // every slot, and this runs for every poll and every blocking read that waits.
+        // every slot.
         let mut refs = ManuallyDrop::new([const { None }; MAX_IN]);
-        let n = self.conns.lock().inbound.clone_into(&mut refs);
+        let n = g.inbound.clone_into(&mut refs[..]);
+        drop(g);
         let r = f(&refs[..n]);
         refs[..n].iter_mut().for_each(|c| drop(c.take()));
         r

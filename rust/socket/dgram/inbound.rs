@@ -105,12 +105,15 @@ impl Inbound {
     }
 
     /// Puts a reference to each connection into `out`, from slot 0 (to be looked at
-    /// outside the lock); returns how many.
-    pub(super) fn clone_into(&self, out: &mut [Option<Arc<Conn>>; MAX_IN]) -> usize {
+    /// outside the lock), as many as fit (all of them in [`MAX_IN`] slots); returns how
+    /// many.
+    pub(super) fn clone_into(&self, out: &mut [Option<Arc<Conn>>]) -> usize {
+        let mut n = 0;
         for (o, c) in out.iter_mut().zip(self.iter()) {
             *o = Some(c.clone());
+            n += 1;
         }
-        self.len
+        n
     }
 
     /// The slot that holds `conn`.

@@ -335,8 +335,15 @@ impl SciDgram {
             if ep.spin_before_sleep(own, || native.readable()) {
                 continue;
             }
+            // Before the sleep the rings are asked to ring at their next datagram; after a
+            // wake-up a look that posts nothing comes first, as a datagram is most likely
+            // there (the read withdraws the request it finds still posted), and only a
+            // wake-up that found none posts again before sleeping on.
+            let mut woken = false;
             let (r, wake_us) = own.wait_measured(&mut timeo, || {
-                Ok(ep.any_ready(&plane) || native.readable() || native.read_shut())
+                let rings = (core::mem::replace(&mut woken, true) && ep.any_waiting())
+                    || ep.any_ready(&plane);
+                Ok(rings || native.readable() || native.read_shut())
             });
             ep.sleep_cost(wake_us);
             r?;
