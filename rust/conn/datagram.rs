@@ -178,8 +178,9 @@ impl Conn {
     /// Takes the next datagram (with `peek`, copies it and leaves it) into `msg`, at most
     /// `len` bytes of it, or finds the ring empty and learns what a reader learns there:
     /// the drops ([`Conn::datagram_drops`]) and whether the connection is over
-    /// ([`Conn::datagrams_over`]). One look at the ring, under one lock. `watched`: a poller watches the
-    /// socket, so the next arrival must ring even if this read leaves records behind.
+    /// ([`Conn::datagrams_over`]). One look at the ring, under one lock. `watched`: a
+    /// poller watches the socket, so the next arrival must ring even if this read leaves
+    /// records behind.
     pub(crate) fn recv_datagram(
         &self,
         fabric: &dyn Fabric,

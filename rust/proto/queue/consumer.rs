@@ -290,10 +290,14 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// offsets in the own segment). Copy out, then [`consume`](Self::consume).
     pub(crate) fn readable(&mut self) -> Result<Spans, ProtocolError> {
         let avail = self.refresh()?;
-        Ok(self
-            .params
+        Ok(self.unread_spans(avail))
+    }
+
+    /// The ring regions of the `avail` bytes from the consumer cursor on.
+    fn unread_spans(&self, avail: u64) -> Spans {
+        self.params
             .geometry
-            .spans(at(self.ring_base, RX_DATA), self.consumed, avail))
+            .spans(at(self.ring_base, RX_DATA), self.consumed, avail)
     }
 
     /// Marks `n` bytes (from the spans last returned) as read. Does not
@@ -450,11 +454,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         let word = self.drops_word();
         let avail = self.refresh()?;
         if avail > 0 {
-            return Ok(Look::Readable(self.params.geometry.spans(
-                at(self.ring_base, RX_DATA),
-                self.consumed,
-                avail,
-            )));
+            return Ok(Look::Readable(self.unread_spans(avail)));
         }
         Ok(Look::Empty {
             drops: self.take_drops(word),
