@@ -1,5 +1,6 @@
 # Sourced in the guest by selftests/bench/bench, bench-pair, icount-floor and profile-udp,
-# and by make run's demo (selftests/guest/demo): the helpers they share.
+# by make run's demo (selftests/guest/demo) and by the guest suite
+# (selftests/guest/guest-suite): the helpers they share.
 #
 # step TEXT: a heading in the console log.
 step() { printf '== %s\n' "$*"; }
