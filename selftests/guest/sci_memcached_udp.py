@@ -12,20 +12,15 @@ came back intact within 60 s.
 """
 
 import socket
-import struct
 import sys
 import time
+
+from memcached_udp import get_request, parse_answer, store, value_body
 
 port = int(sys.argv[1])
 host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
 keys = {f"sci-key-{i}": f"value-{i * 7919}" for i in range(100)}
-tcp = socket.create_connection((host, port), timeout=30)
-for k, v in keys.items():
-    tcp.sendall(f"set {k} 0 0 {len(v)}\r\n{v}\r\n".encode())
-    reply = b""
-    while not reply.endswith(b"\r\n"):
-        reply += tcp.recv(100)
-    assert reply == b"STORED\r\n", reply
+store((host, port), keys, 30)
 udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 udp.connect((host, port))
 ids = {n + 1: k for n, k in enumerate(keys)}
@@ -36,17 +31,17 @@ while waiting:
     if time.monotonic() > end:
         sys.exit(f"memcached: {len(waiting)} of {len(keys)} values not read back in 60 s")
     for rid, k in waiting.items():
-        udp.send(struct.pack("!HHHH", rid, 0, 1, 0) + f"get {k}\r\n".encode())
+        udp.send(get_request(rid, k))
         sends += 1
     udp.settimeout(2)
     try:
         while waiting:
             data = udp.recv(4096)
-            rid, seq, total, _ = struct.unpack("!HHHH", data[:8])
+            rid, seq, total, body = parse_answer(data)
             assert (seq, total) == (0, 1), (seq, total)
             k = ids[rid]
-            want = f"VALUE {k} 0 {len(keys[k])}\r\n{keys[k]}\r\nEND\r\n".encode()
-            assert data[8:] == want, (data[8:], want)
+            want = value_body(k, keys[k])
+            assert body == want, (body, want)
             waiting.pop(rid, None)
     except socket.timeout:
         pass

@@ -38,11 +38,11 @@ import os
 import random
 import select
 import socket
-import struct
 import sys
 import time
 
-from sci_dgram_socket import counters
+from memcached_udp import get_request, parse_answer, store, value_body
+from sci_dgram_socket import counters, implicit_conns
 
 # The caps of one AF_SCI datagram socket (rust/socket/dgram/inbound.rs MAX_IN,
 # rust/socket/dgram/implicit.rs MAX_OUT; Documentation/af_sci.rst, "What stays UDP").
@@ -66,15 +66,7 @@ server = (args.host, args.port)
 values = {f"crowd-{i}": "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
                                 for _ in range(rng.randint(1, 900)))
           for i in range(KEYS)}
-tcp = socket.create_connection(server, timeout=60)
-for k, v in values.items():
-    tcp.sendall(f"set {k} 0 0 {len(v)}\r\n{v}\r\n".encode())
-    reply = b""
-    while not reply.endswith(b"\r\n"):
-        reply += tcp.recv(100)
-    if reply != b"STORED\r\n":
-        sys.exit(f"set {k}: {reply!r}")
-tcp.close()
+store(server, values, 60)
 keys = list(values)
 
 
@@ -88,13 +80,9 @@ def server_conns():
     for path in glob.glob(f"/proc/{args.server_pid}/fdinfo/*"):
         try:
             ino = os.stat(path.replace("/fdinfo/", "/fd/")).st_ino
-            with open(path) as f:
-                for line in f:
-                    if line.startswith("sci-implicit:"):
-                        w = line.split()
-                        seen[ino] = (int(w[2]), int(w[4]))
         except OSError:
-            pass
+            continue
+        seen[ino] = implicit_conns(path)
     return (max((o for o, _ in seen.values()), default=0),
             max((i for _, i in seen.values()), default=0))
 
@@ -104,20 +92,14 @@ def clients_view():
     implicit connection from the server, and the ones with one to it."""
     out = inn = 0
     for c in clients:
-        try:
-            with open(f"/proc/self/fdinfo/{c.sock.fileno()}") as f:
-                for line in f:
-                    if line.startswith("sci-implicit:"):
-                        w = line.split()
-                        inn += int(w[2])
-                        out += int(w[4])
-        except OSError:
-            pass
+        to_server, from_server = implicit_conns(f"/proc/self/fdinfo/{c.sock.fileno()}")
+        out += from_server
+        inn += to_server
     return out, inn
 
 
 class Client:
-    """One UDP socket and its requests in flight: id -> (key, last sent, sent again)."""
+    """One UDP socket and its requests in flight: id -> [key, last sent]."""
 
     def __init__(self, n):
         self.n = n
@@ -136,7 +118,7 @@ class Client:
         self.resent_ids = set()
 
     def send(self, rid, key):
-        data = struct.pack("!HHHH", rid, 0, 1, 0) + f"get {key}\r\n".encode()
+        data = get_request(rid, key)
         if self.connected:
             self.sock.send(data)
         else:
@@ -145,13 +127,13 @@ class Client:
     def ask(self):
         rid, self.next_id = self.next_id, self.next_id % 65535 + 1
         key = rng.choice(keys)
-        self.flight[rid] = [key, time.monotonic(), False]
+        self.flight[rid] = [key, time.monotonic()]
         self.send(rid, key)
 
     def take(self, data):
         """One answer: checked against the request in flight, else a duplicate of one
         that was sent again and already answered (the only duplicate UDP may show)."""
-        rid, seq, total, _ = struct.unpack("!HHHH", data[:8])
+        rid, seq, total, body = parse_answer(data)
         req = self.flight.pop(rid, None)
         if req is None:
             if rid in self.resent_ids:
@@ -159,8 +141,7 @@ class Client:
                 return
             sys.exit(f"socket {self.n}: an answer with id {rid}, not in flight")
         key = req[0]
-        want = f"VALUE {key} 0 {len(values[key])}\r\n{values[key]}\r\nEND\r\n".encode()
-        if (seq, total) != (0, 1) or data[8:] != want:
+        if (seq, total) != (0, 1) or body != value_body(key, values[key]):
             sys.exit(f"socket {self.n}: wrong answer to {key}: {data[:80]!r}...")
         self.answered += 1
 
@@ -212,14 +193,15 @@ while True:
     for c in clients:
         for rid, req in c.flight.items():
             if now - req[1] >= RESEND_S:
-                req[1], req[2] = now, True
+                req[1] = now
                 c.resent += 1
                 c.resent_ids.add(rid)
                 c.send(rid, req[0])
 
 out_now, in_now = view()
-sent_sci = sum(1 for c in clients if counters(c.sock).get("sent", 0) > 0)
-got_sci = sum(1 for c in clients if counters(c.sock).get("received", 0) > 0)
+over_sci = [counters(c.sock) for c in clients]
+sent_sci = sum(1 for n in over_sci if n.get("sent", 0) > 0)
+got_sci = sum(1 for n in over_sci if n.get("received", 0) > 0)
 report = {
     "seed": args.seed, "sockets": args.sockets,
     "answers": sum(c.answered for c in clients),
