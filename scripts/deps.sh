@@ -15,6 +15,7 @@ packages=(
 	open-iscsi tgt libiscsi-bin fio e2fsprogs   # selftests: iSCSI over AF_SCI (selftests/guest/iscsi-sci)
 	dkms   # selftests/install/dkms-test: the module built by DKMS (make dkms-source)
 	dnsmasq-base bind9-dnsutils memcached   # selftests: unmodified UDP programs on AF_SCI datagram sockets (selftests/guest/sci-dgram-programs)
+	ngtcp2-server ngtcp2-client openssl   # selftests: QUIC on AF_SCI datagram sockets (selftests/guest/sci-quic)
 	linux-perf   # make bench: the one-CPU round trip's floor (perf bench sched pipe); selftests/bench/profile-block
 )
 

@@ -11,7 +11,7 @@
 //! (`socket/dgram/`).
 
 use super::{proto_err, transfer::consume, Conn, Inner, Rx};
-use crate::fabric::memory::{msg_iter, with_kvec_iter};
+use crate::fabric::memory::{msg_iter, skip_msg_bytes, with_kvec_iter};
 use crate::fabric::Fabric;
 use crate::proto::error::ProtocolError;
 use crate::proto::queue::{Look, PeerWriterState};
@@ -57,14 +57,24 @@ pub(crate) struct Received {
     pub(crate) copied: usize,
     /// The datagram's length (more than `copied` when the reader's buffer was short).
     pub(crate) len: usize,
+    /// Its traffic class, as the sender's UDP would have marked it (`proto/record.rs`).
+    pub(crate) tos: u8,
 }
 
 impl Conn {
-    /// Puts `len` bytes of `msg` into the peer's ring as one record, or drops them when
-    /// there is no room. A fault in the caller's buffer is `EFAULT`, with nothing queued.
-    pub(crate) fn send_datagram(&self, fabric: &dyn Fabric, msg: Msg, len: usize) -> Result<Sent> {
+    /// Puts `len` bytes of `msg` into the peer's ring as one record with traffic class
+    /// `tos`, or drops them when there is no room; either way the bytes are consumed from
+    /// `msg` (the next segment of a `UDP_SEGMENT` send follows them). A fault in the
+    /// caller's buffer is `EFAULT`, with nothing queued; `Sent::Gone` consumes nothing.
+    pub(crate) fn send_datagram(
+        &self,
+        fabric: &dyn Fabric,
+        msg: Msg,
+        len: usize,
+        tos: u8,
+    ) -> Result<Sent> {
         let size = record::size(len).ok_or(errno(bindings::EMSGSIZE))?;
-        let header = record::header(len).ok_or(errno(bindings::EMSGSIZE))?;
+        let header = record::header(len, tos).ok_or(errno(bindings::EMSGSIZE))?;
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
         let Inner {
@@ -92,6 +102,7 @@ impl Conn {
         }
         let Some(spans) = tx.reserve_within_budget(size).map_err(proto_err)? else {
             tx.count_drop();
+            skip_msg_bytes(msg, len);
             return Ok(Sent::Dropped);
         };
         let at = record::place(spans, len);
@@ -227,6 +238,7 @@ impl Conn {
         Ok(Read::Got(Received {
             copied,
             len: rec.payload,
+            tos: rec.tos,
         }))
     }
 

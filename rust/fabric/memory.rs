@@ -456,6 +456,14 @@ pub(crate) fn msg_iter(msg: *mut bindings::msghdr) -> *mut bindings::iov_iter {
     unsafe { core::ptr::addr_of_mut!((*msg).msg_iter) }
 }
 
+/// Consumes `len` bytes of `msg`'s data without copying them (a datagram dropped at a
+/// full ring, which the next one follows in the same message).
+pub(crate) fn skip_msg_bytes(msg: *mut bindings::msghdr, len: usize) {
+    // SAFETY: the socket layer passes a live message; `iov_iter_advance` clamps to what
+    // its iterator holds.
+    unsafe { bindings::iov_iter_advance(msg_iter(msg), len) }
+}
+
 /// The flags of a message handed to `sendmsg` (`MSG_DONTWAIT`, `MSG_NOSIGNAL`, ...).
 pub(crate) fn msg_flags(msg: *mut bindings::msghdr) -> core::ffi::c_uint {
     // SAFETY: the socket layer passes a live message.

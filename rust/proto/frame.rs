@@ -56,8 +56,10 @@ pub(crate) const FRAME_WORDS: usize = 16;
 pub(crate) const FLAG_DATAGRAM: u16 = 1;
 /// `"SCIM"` as a little-endian u32.
 pub(crate) const FRAME_MAGIC: u32 = u32::from_le_bytes(*b"SCIM");
-/// The frame format version this code speaks.
-pub(crate) const FRAME_VERSION: u8 = 2;
+/// The frame format version this code speaks. Nodes of different versions do not
+/// connect (their sockets take TCP and UDP). 3: datagram records carry the traffic class
+/// (`record.rs`).
+pub(crate) const FRAME_VERSION: u8 = 3;
 
 /// Kinds of control message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,9 +7,15 @@
 //! multiple of 8 bytes:
 //!
 //! ```text
-//! 0x00 u32 payload length (little endian)   0x04 u32 its complement (!length)
+//! 0x00 u16 payload length (little endian)   0x02 u8 traffic class   0x03 u8 zero
+//! 0x04 u32 the complement of the first word (!word0)
 //! 0x08 payload, then 0..=7 bytes of padding
 //! ```
+//!
+//! The traffic class is the byte UDP would have put in the IP header (IPv4's TOS,
+//! IPv6's traffic class, ECN bits included), which a reader may ask for (`IP_RECVTOS`,
+//! `IPV6_RECVTCLASS`): QUIC stacks read their ECN marks from it. Frame version 3 brought
+//! it (`frame.rs`); before, the first word was the whole length.
 //!
 //! A writer puts a record whole or not at all (a [`Producer::reserve_within_budget`] of
 //! its [`size`]): a datagram that finds no room, or finds the reader's budget (its
@@ -49,15 +55,16 @@ pub(crate) const fn size(payload: usize) -> Option<usize> {
     Some(HEADER_LEN.wrapping_add(padded))
 }
 
-/// The header of a record of `payload` bytes, or `None` when the payload is longer than
-/// [`MAX_PAYLOAD`].
-pub(crate) fn header(payload: usize) -> Option<[u8; HEADER_LEN]> {
+/// The header of a record of `payload` bytes with traffic class `tos`, or `None` when the
+/// payload is longer than [`MAX_PAYLOAD`].
+pub(crate) fn header(payload: usize, tos: u8) -> Option<[u8; HEADER_LEN]> {
     size(payload)?;
-    let len = u32::try_from(payload).ok()?;
+    let len = u16::try_from(payload).ok()?;
+    let word = u32::from(len) | (u32::from(tos) << 16);
     let mut h = [0u8; HEADER_LEN];
     let (lo, hi) = h.split_at_mut(4);
-    lo.copy_from_slice(&len.to_le_bytes());
-    hi.copy_from_slice(&(!len).to_le_bytes());
+    lo.copy_from_slice(&word.to_le_bytes());
+    hi.copy_from_slice(&(!word).to_le_bytes());
     Some(h)
 }
 
@@ -73,6 +80,8 @@ pub(crate) fn padding(payload: usize) -> &'static [u8] {
 pub(crate) struct Record {
     /// The datagram's length.
     pub(crate) payload: usize,
+    /// Its traffic class (see the module's doc).
+    pub(crate) tos: u8,
     /// The bytes the record takes in the queue ([`size`] of the payload): what the
     /// reader consumes once it took the record.
     pub(crate) size: usize,
@@ -81,17 +90,16 @@ pub(crate) struct Record {
 /// Checks the header read at the reader's cursor against the `available` bytes the
 /// queue's producer cursor published there.
 pub(crate) fn parse(h: [u8; HEADER_LEN], available: u64) -> Result<Record, ProtocolError> {
-    let [a, b, c, d, e, f, g, k] = h;
-    let len = u32::from_le_bytes([a, b, c, d]);
-    if !len != u32::from_le_bytes([e, f, g, k]) {
+    let [a, b, tos, zero, e, f, g, k] = h;
+    if zero != 0 || !u32::from_le_bytes([a, b, tos, zero]) != u32::from_le_bytes([e, f, g, k]) {
         return Err(ProtocolError::BadRecord);
     }
-    let payload = usize::try_from(len).map_err(|_| ProtocolError::BadRecord)?;
+    let payload = usize::from(u16::from_le_bytes([a, b]));
     let size = size(payload).ok_or(ProtocolError::BadRecord)?;
     if u64::try_from(size).map_or(true, |s| s > available) {
         return Err(ProtocolError::BadRecord);
     }
-    Ok(Record { payload, size })
+    Ok(Record { payload, tos, size })
 }
 
 /// Where the parts of a record go in the spans a writer reserved for it ([`size`] bytes

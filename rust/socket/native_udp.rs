@@ -2,8 +2,9 @@
 
 //! The native socket's UDP side: what a datagram socket (`socket/dgram/`) asks of the UDP
 //! socket it owns beyond its `proto_ops` — which control messages its reader wants, the
-//! ones a datagram over SCI gets, how it sends, whether a read finds something, and its
-//! drop counter and receive buffer, which datagrams over SCI share with UDP's.
+//! ones a datagram over SCI gets, how it sends (corked, segmented, its traffic class),
+//! whether a read finds something, and its drop counter and receive buffer, which
+//! datagrams over SCI share with UDP's.
 
 use crate::socket::native::Native;
 use crate::sys::bindings;
@@ -34,10 +35,35 @@ impl Native {
         unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), v4, ifindex) }
     }
 
-    /// A UDP socket that sends each datagram as given (not corked, not segmenting).
+    /// Adds to a datagram received over SCI the traffic class this UDP socket's reader
+    /// asked for (`IP_RECVTOS` for an IPv4 datagram, `IPV6_RECVTCLASS` for an IPv6 one),
+    /// as UDP gives it from the IP header.
+    pub(crate) fn put_tos(&self, msg: Msg, tos: u8, v4: bool) {
+        // SAFETY: `sk` is live and `msg` is the message being received; `put_cmsg` checks
+        // the caller's room.
+        unsafe { bindings::sci_udp_put_tos(self.sk(), msg, tos, v4) }
+    }
+
+    /// The traffic class this UDP socket puts on a datagram whose message names none: its
+    /// `IP_TOS` to an IPv4 destination (`v4`), else its `IPV6_TCLASS`.
+    pub(crate) fn tos(&self, v4: bool) -> u8 {
+        // SAFETY: `sk` is live; the helper reads an option byte.
+        unsafe { bindings::sci_udp_tos(self.sk(), v4) }
+    }
+
+    /// A UDP socket that sends each datagram as given (not corked).
     pub(crate) fn sends_plain(&self) -> bool {
         // SAFETY: `sk` is live; the helper reads option bits and the pending word.
         unsafe { bindings::sci_udp_sends_plain(self.sk()) }
+    }
+
+    /// The segment size of a datagram this UDP socket sends (0: one datagram), `asked` by
+    /// its message's `UDP_SEGMENT` or else its own option; `None` when UDP would refuse to
+    /// segment it (no checksums).
+    pub(crate) fn segment(&self, asked: Option<u16>) -> Option<usize> {
+        let asked = asked.map_or(-1, i32::from);
+        // SAFETY: `sk` is live; the helper reads option bits.
+        usize::try_from(unsafe { bindings::sci_udp_segment(self.sk(), asked) }).ok()
     }
 
     /// A UDP socket that a read finds something in now (a datagram, or an error).

@@ -91,34 +91,34 @@ pub(crate) fn put_ioctl_int(arg: core::ffi::c_ulong, value: u64) -> Result<c_int
     Ok(0)
 }
 
-/// The control messages of a datagram to send, as far as the fabric path cares.
-pub(crate) enum SendControl {
-    /// None: the datagram is sent as given.
-    Nothing,
-    /// One `IP_PKTINFO` or `IPV6_PKTINFO` only: the source address it asks for (the first
-    /// 4 bytes when `v4`; all zero: any) and the interface (0: any).
-    Pktinfo {
-        addr: [u8; 16],
-        v4: bool,
-        ifindex: i32,
-    },
-    /// Anything else (`UDP_SEGMENT`, `IP_TTL`, several, malformed, ...).
-    Other,
+/// What the control messages of a datagram to send ask of its path, when the fabric path
+/// can carry all of them (at most one of each kind: the source, the traffic class, the
+/// segment size).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SendAsks {
+    /// `IP_PKTINFO` or `IPV6_PKTINFO`: the source address (the first 4 bytes when `v4`;
+    /// all zero: any) and the interface (0: any), as `(addr, v4, ifindex)`.
+    pub(crate) source: Option<([u8; 16], bool, i32)>,
+    /// `IP_TOS` (`true`) or `IPV6_TCLASS` (`false`): the traffic class.
+    pub(crate) tos: Option<(u8, bool)>,
+    /// `UDP_SEGMENT`: the segment size (0: none).
+    pub(crate) segment: Option<u16>,
 }
 
-/// What control messages a message to send carries.
-pub(crate) fn send_control(msg: Msg) -> SendControl {
-    let mut ask = bindings::sci_pktinfo::default();
+/// What control messages a message to send carries: `None` when it carries one the fabric
+/// path does not (`IP_TTL`, two of a kind, malformed, ...), which UDP then takes.
+pub(crate) fn send_asks(msg: Msg) -> Option<SendAsks> {
+    let mut ask = bindings::sci_send_control::default();
     // SAFETY: the socket layer passes a live message (the helper refuses control messages
     // still in user memory); `ask` lives across the call.
-    match unsafe { bindings::sci_msg_pktinfo(msg, &mut ask) } {
-        0 => SendControl::Nothing,
-        1 => SendControl::Pktinfo {
-            addr: ask.addr,
-            v4: ask.v4 != 0,
-            ifindex: ask.ifindex,
-        },
-        _ => SendControl::Other,
+    match unsafe { bindings::sci_msg_send_control(msg, &mut ask) } {
+        0 => Some(SendAsks::default()),
+        1 => Some(SendAsks {
+            source: (ask.has_source != 0).then_some((ask.addr, ask.v4 != 0, ask.ifindex)),
+            tos: u8::try_from(ask.tos).ok().map(|t| (t, ask.tos_v4 != 0)),
+            segment: (ask.has_gso != 0).then_some(ask.gso_size),
+        }),
+        _ => None,
     }
 }
 

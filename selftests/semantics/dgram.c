@@ -1627,3 +1627,277 @@ void t_dgram_fabric_cmsg_later_drops(void)
 	close(a);
 	close(b);
 }
+
+/*
+ * Sends len bytes of buf from fd to `to` with one control message (level, type) of dlen
+ * bytes of data; returns what sendmsg returned (-1 with errno set).
+ */
+static ssize_t send_cmsg(int fd, const void *buf, size_t len, const struct sockaddr_storage *to,
+			 int level, int type, const void *data, size_t dlen)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = {
+		.msg_name = (void *)to, .msg_namelen = ss_len(to), .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = ctl.buf, .msg_controllen = CMSG_SPACE(dlen),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	memset(&ctl, 0, sizeof(ctl));
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(dlen);
+	memcpy(CMSG_DATA(c), data, dlen);
+	return sendmsg(fd, &mh, 0);
+}
+
+/* Sends with the traffic class tos in a control message: IP_TOS (an int or, with `byte`,
+ * one byte) to an IPv4 destination, IPV6_TCLASS (an int) to an IPv6 one. */
+static void send_tos(int fd, const void *buf, size_t len, const struct sockaddr_storage *to,
+		     int tos, bool byte)
+{
+	unsigned char b = (unsigned char)tos;
+	ssize_t n;
+
+	if (to->ss_family == AF_INET)
+		n = byte ? send_cmsg(fd, buf, len, to, IPPROTO_IP, IP_TOS, &b, 1)
+			 : send_cmsg(fd, buf, len, to, IPPROTO_IP, IP_TOS, &tos, sizeof(tos));
+	else
+		n = send_cmsg(fd, buf, len, to, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos));
+	if (n < 0)
+		FAIL("sendmsg with traffic class %#x: %s", tos, ename(errno));
+	EXPECT_EQ(n, len);
+}
+
+/* The traffic class a received datagram came with (IP_TOS, one byte; IPV6_TCLASS, an int);
+ * -1 when it came with none. */
+static int cmsg_tos(struct msghdr *mh, int af)
+{
+	struct cmsghdr *c = af == AF_INET ? find_cmsg(mh, IPPROTO_IP, IP_TOS)
+					  : find_cmsg(mh, IPPROTO_IPV6, IPV6_TCLASS);
+	int tclass;
+
+	if (!c)
+		return -1;
+	if (af == AF_INET) {
+		EXPECT_EQ(c->cmsg_len, CMSG_LEN(1));
+		return *CMSG_DATA(c);
+	}
+	EXPECT_EQ(c->cmsg_len, CMSG_LEN(sizeof(int)));
+	memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
+	return tclass;
+}
+
+/* Asks fd (of family af) for the traffic class of what it receives. */
+static void ask_tos(int fd, int af)
+{
+	if (af == AF_INET)
+		setint(fd, IPPROTO_IP, IP_RECVTOS, 1);
+	else
+		setint(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1);
+}
+
+/* Sets fd's own traffic class (IP_TOS, IPV6_TCLASS). */
+static void set_tos(int fd, int af, int tos)
+{
+	if (af == AF_INET)
+		setint(fd, IPPROTO_IP, IP_TOS, tos);
+	else
+		setint(fd, IPPROTO_IPV6, IPV6_TCLASS, tos);
+}
+
+/*
+ * A receiver that asks for the traffic class (IP_RECVTOS, IPV6_RECVTCLASS) gets with each
+ * datagram the byte its sender's UDP put in the IP header: the sender's option, or its
+ * message's control message (an int or, for IP_TOS, a byte), ECN bits included.
+ */
+static void traffic_class(int af)
+{
+	struct sockaddr_storage aa, ba;
+	char cbuf[256];
+	struct msghdr mh;
+	int a, b;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	ask_tos(b, af);
+	send_to(a, "plain", 5, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 5);
+	EXPECT_EQ(cmsg_tos(&mh, af), 0);
+	set_tos(a, af, 0x02);
+	send_to(a, "ect0", 4, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+	EXPECT_EQ(cmsg_tos(&mh, af), 0x02);
+	send_tos(a, "ce", 2, &ba, 0xbb, false);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 2);
+	EXPECT_EQ(cmsg_tos(&mh, af), 0xbb);
+	if (af == AF_INET) {
+		send_tos(a, "byte", 4, &ba, 0x01, true);
+		EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 4);
+		EXPECT_EQ(cmsg_tos(&mh, af), 0x01);
+	}
+	/* A control message marks its own datagram only. */
+	send_to(a, "again", 5, &ba);
+	EXPECT_EQ(recv_cmsg(b, &mh, cbuf, sizeof(cbuf)), 5);
+	EXPECT_EQ(cmsg_tos(&mh, af), 0x02);
+	close(a);
+	close(b);
+}
+
+void t_dgram_tos_v4(void) { traffic_class(AF_INET); }
+void t_dgram_tclass_v6(void) { traffic_class(AF_INET6); }
+
+/* Sends len bytes of buf from fd to `to` in segments of `segment` bytes (UDP_SEGMENT as a
+ * control message); returns what sendmsg returned. */
+static ssize_t send_segmented(int fd, const void *buf, size_t len,
+			      const struct sockaddr_storage *to, uint16_t segment)
+{
+	return send_cmsg(fd, buf, len, to, SOL_UDP, UDP_SEGMENT, &segment, sizeof(segment));
+}
+
+/* Receives the datagrams a segmented send of len bytes of `sent` made: one per segment
+ * of `segment` bytes (the last one shorter), each with its slice of the bytes. */
+static void recv_segments(int fd, const char *sent, size_t len, size_t segment)
+{
+	static char in[4096];
+	size_t off;
+
+	for (off = 0; off < len; off += segment) {
+		size_t want = len - off < segment ? len - off : segment;
+
+		EXPECT_EQ(recv_one(fd, in, sizeof(in), 0, NULL), want);
+		CHECK(!memcmp(in, sent + off, want), "segment at %zu differs", off);
+	}
+	EXPECT_ERR(recv(fd, in, sizeof(in), MSG_DONTWAIT), EAGAIN);
+}
+
+/*
+ * UDP_SEGMENT (as a control message, as QUIC stacks send, and as an option): one send,
+ * one datagram per segment at the receiver; more than 128 segments is EINVAL, nothing
+ * sent; a segment size of 0 is one datagram.
+ */
+static void segments(int af)
+{
+	static char out[8192];
+	struct sockaddr_storage aa, ba;
+	int a, b;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 29);
+	EXPECT_EQ(send_segmented(a, out, 5000, &ba, 1200), 5000);
+	recv_segments(b, out, 5000, 1200);
+	setint(a, SOL_UDP, UDP_SEGMENT, 1000);
+	EXPECT_EQ(getint(a, SOL_UDP, UDP_SEGMENT), 1000);
+	send_to(a, out, 2500, &ba);
+	recv_segments(b, out, 2500, 1000);
+	/* The message's own size rules over the option's. */
+	EXPECT_EQ(send_segmented(a, out, 1000, &ba, 400), 1000);
+	recv_segments(b, out, 1000, 400);
+	EXPECT_EQ(send_segmented(a, out, 700, &ba, 0), 700);
+	recv_segments(b, out, 700, 700);
+	EXPECT_ERR(send_segmented(a, out, 129 * 10, &ba, 10), EINVAL);
+	EXPECT_ERR(recv(b, out, sizeof(out), MSG_DONTWAIT), EAGAIN);
+	close(a);
+	close(b);
+}
+
+void t_dgram_segment_v4(void) { segments(AF_INET); }
+void t_dgram_segment_v6(void) { segments(AF_INET6); }
+
+/*
+ * The traffic class over the fabric, as a QUIC stack uses it (ngtcp2 asks for IP_PKTINFO
+ * and IP_RECVTOS and marks its datagrams ECT(0) with IP_TOS): a receiver that asks for it
+ * keeps its implicit connections, and every datagram over SCI comes with the control
+ * messages UDP gave, byte for byte, whether the mark came from the sender's option or its
+ * message's control message.
+ */
+static void fabric_traffic_class(int af)
+{
+	enum { N = 20 };
+	struct sockaddr_storage aa, ba;
+	char ref[256], cbuf[256], buf[64];
+	size_t reflen;
+	struct msghdr mh;
+	long got0 = 0;
+	int a, b, i;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	ask_tos(a, af);
+	if (af == AF_INET)
+		setint(a, IPPROTO_IP, IP_PKTINFO, 1);
+	else
+		setint(a, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	set_tos(b, af, 0x02);
+	send_to(b, "first", 5, &aa);
+	/* (Zeroed: the kernel leaves a message's alignment padding as it finds it.) */
+	memset(ref, 0, sizeof(ref));
+	EXPECT_EQ(recv_cmsg(a, &mh, ref, sizeof(ref)), 5);
+	reflen = mh.msg_controllen;
+	EXPECT_EQ(cmsg_tos(&mh, af), 0x02);
+	await_fabric(a, b, &aa);
+	if (sci_path_expected())
+		got0 = fdinfo_field(a, "sci-datagrams", "received");
+	for (i = 0; i < N; i++) {
+		int mark = i % 4;	/* Not-ECT, ECT(1), ECT(0), CE */
+
+		snprintf(buf, sizeof(buf), "datagram %d", i);
+		if (i % 2)
+			send_tos(b, buf, strlen(buf), &aa, mark, false);
+		else
+			send_to(b, buf, strlen(buf), &aa);
+		memset(cbuf, 0, sizeof(cbuf));
+		EXPECT_EQ(recv_cmsg(a, &mh, cbuf, sizeof(cbuf)), (ssize_t)strlen(buf));
+		EXPECT_EQ(mh.msg_controllen, reflen);
+		EXPECT_EQ(cmsg_tos(&mh, af), i % 2 ? mark : 0x02);
+		if (!(i % 2))
+			CHECK(!memcmp(cbuf, ref, reflen),
+			      "datagram %d: control messages that differ from UDP's", i);
+	}
+	if (sci_path_expected()) {
+		long got = fdinfo_field(a, "sci-datagrams", "received") - got0;
+
+		CHECK(got == N, "%ld of %d datagrams with a traffic class came over SCI", got, N);
+	}
+	close(a);
+	close(b);
+}
+
+void t_dgram_fabric_tos_v4(void) { fabric_traffic_class(AF_INET); }
+void t_dgram_fabric_tclass_v6(void) { fabric_traffic_class(AF_INET6); }
+
+/*
+ * UDP_SEGMENT over the fabric: each segment is a datagram over SCI, in order. A segment
+ * whose packet would be longer than 1500 bytes (Ethernet's MTU) is left to UDP, which
+ * holds it to the route's MTU (loopback's takes it).
+ */
+static void fabric_segments(int af)
+{
+	static char out[9000];
+	struct sockaddr_storage aa, ba;
+	long sent0 = 0;
+	int a, b;
+
+	dgram_pair(af, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 31);
+	await_sent_over_sci(a, b, &ba);
+	if (sci_path_expected())
+		sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+	EXPECT_EQ(send_segmented(a, out, 5000, &ba, 1200), 5000);
+	recv_segments(b, out, 5000, 1200);
+	setint(a, SOL_UDP, UDP_SEGMENT, 1000);
+	send_to(a, out, 3000, &ba);
+	recv_segments(b, out, 3000, 1000);
+	if (sci_path_expected())
+		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent") - sent0, 5 + 3);
+	EXPECT_EQ(send_segmented(a, out, 9000, &ba, 3000), 9000);
+	recv_segments(b, out, 9000, 3000);
+	if (sci_path_expected())
+		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent") - sent0, 5 + 3);
+	close(a);
+	close(b);
+}
+
+void t_dgram_fabric_segment_v4(void) { fabric_segments(AF_INET); }
+void t_dgram_fabric_segment_v6(void) { fabric_segments(AF_INET6); }

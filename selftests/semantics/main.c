@@ -145,6 +145,14 @@ static const struct test tests[] = {
 	{ "sci_spin_wakeup", t_sci_spin_wakeup, 0, true },
 	{ "dgram_fabric_connect_queued", t_dgram_fabric_connect_queued, 0, false },
 	{ "dgram_fabric_cmsg_later_drops", t_dgram_fabric_cmsg_later_drops, 0, false },
+	{ "dgram_tos_v4", t_dgram_tos_v4, 0, false },
+	{ "dgram_tclass_v6", t_dgram_tclass_v6, 0, false },
+	{ "dgram_segment_v4", t_dgram_segment_v4, 0, false },
+	{ "dgram_segment_v6", t_dgram_segment_v6, 0, false },
+	{ "dgram_fabric_tos_v4", t_dgram_fabric_tos_v4, 0, false },
+	{ "dgram_fabric_tclass_v6", t_dgram_fabric_tclass_v6, 0, false },
+	{ "dgram_fabric_segment_v4", t_dgram_fabric_segment_v4, 0, false },
+	{ "dgram_fabric_segment_v6", t_dgram_fabric_segment_v6, 0, false },
 	/* TABLE-END */
 };
 

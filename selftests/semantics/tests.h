@@ -139,6 +139,14 @@ void t_dgram_fabric_rcvbuf_drops(void);
 void t_sci_spin_wakeup(void);
 void t_dgram_fabric_connect_queued(void);
 void t_dgram_fabric_cmsg_later_drops(void);
+void t_dgram_tos_v4(void);
+void t_dgram_tclass_v6(void);
+void t_dgram_segment_v4(void);
+void t_dgram_segment_v6(void);
+void t_dgram_fabric_tos_v4(void);
+void t_dgram_fabric_tclass_v6(void);
+void t_dgram_fabric_segment_v4(void);
+void t_dgram_fabric_segment_v6(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -52,7 +52,7 @@ use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-pub(crate) use outbound::SourceAsk;
+pub(crate) use outbound::{udp_max_payload, Outgoing, SourceAsk};
 use outbound::{Outbound, ANSWER_MS};
 
 /// Destinations a socket reaches over SCI at once (others take UDP).

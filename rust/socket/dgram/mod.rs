@@ -31,14 +31,13 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{
-    int_optval, local_ifindex, put_ioctl_int, put_option, sci_info_bytes, send_control,
-    set_msg_flags, set_msg_name, File, Msg, OptVal, SendControl, EPOLLERR, EPOLLIN, EPOLLRDNORM,
-    SIOCINQ,
+    int_optval, local_ifindex, put_ioctl_int, put_option, sci_info_bytes, send_asks, set_msg_flags,
+    set_msg_name, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
 };
 use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::sync::atomic::{AtomicBool, Ordering};
-use implicit::{Endpoint, Peeked, SourceAsk};
+use implicit::{udp_max_payload, Endpoint, Outgoing, Peeked, SourceAsk};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -205,15 +204,18 @@ impl SciDgram {
         ])
     }
 
-    /// The destination of a datagram that may take the fabric, with the source it asks
-    /// for: sent as given (no control message but the packet information, no corking, no
-    /// segmentation, no flag that changes its path), to an address UDP would take from
-    /// this socket (else `None`: UDP sends it, or reports the error it finds).
+    /// What a datagram of `len` bytes that may take the fabric asks of it (its destination,
+    /// the source and the traffic class), and the size of the segments it is sent in (0:
+    /// one datagram, `UDP_SEGMENT`): sent as given (no control message but the packet
+    /// information, the traffic class and the segment size; no corking; no flag that
+    /// changes its path), to an address UDP would take from this socket, in segments UDP
+    /// would take (else `None`: UDP sends it, or reports the error it finds).
     fn fabric_destination(
         &self,
         native: &Native,
         msg: Msg,
-    ) -> Option<((Ip, u16), Option<SourceAsk>)> {
+        len: usize,
+    ) -> Option<(Outgoing, usize)> {
         let odd = bindings::MSG_MORE
             | bindings::MSG_OOB
             | bindings::MSG_CONFIRM
@@ -223,18 +225,15 @@ impl SciDgram {
         if msg_flags(msg) & odd != 0 || !native.sends_plain() {
             return None;
         }
-        let source = match send_control(msg) {
-            SendControl::Nothing => None,
-            SendControl::Pktinfo { addr, v4, ifindex } => Some(SourceAsk {
-                ip: if v4 {
-                    Ip::V4([addr[0], addr[1], addr[2], addr[3]])
-                } else {
-                    Ip::V6(addr)
-                },
-                ifindex,
-            }),
-            SendControl::Other => return None,
-        };
+        let asks = send_asks(msg)?;
+        let source = asks.source.map(|(addr, v4, ifindex)| SourceAsk {
+            ip: if v4 {
+                Ip::V4([addr[0], addr[1], addr[2], addr[3]])
+            } else {
+                Ip::V6(addr)
+            },
+            ifindex,
+        });
         let (ip, port) = match SockAddr::of_msg(msg) {
             Some(addr) => {
                 let family = u32::from(addr.family()?);
@@ -250,7 +249,57 @@ impl SciDgram {
                 (peer.1 != 0).then_some(peer)?
             }
         };
-        (port != 0).then_some(((ip, port), source))
+        if port == 0 {
+            return None;
+        }
+        // An IPv4-mapped destination is IPv4's: UDP sends it with the IPv4 options.
+        let v4 = matches!(ip.canonical(), Ip::V4(_));
+        let tos = match asks.tos {
+            None => native.tos(v4),
+            Some((tos, as_v4)) if as_v4 == v4 => tos,
+            // The other family's option, which UDP ignores: left to it.
+            Some(_) => return None,
+        };
+        let segment = native.segment(asks.segment)?;
+        if segment != 0 && !segments_fit(segment, len, v4) {
+            return None;
+        }
+        let out = Outgoing {
+            dest: (ip, port),
+            source,
+            tos,
+        };
+        Some((out, segment))
+    }
+
+    /// Sends `len` bytes of `msg` over `out`'s implicit connection, one datagram per
+    /// `segment` bytes (0: one datagram), as `UDP_SEGMENT` splits them: `None` sends the
+    /// whole over UDP (no connection up). A connection that ends after some segments
+    /// leaves the rest to UDP, which segments them as asked.
+    fn send_fabric(
+        &self,
+        (own, ep, native): (&OwnSk, &Endpoint, &Native),
+        (out, segment): (Outgoing, usize),
+        msg: Msg,
+        len: usize,
+    ) -> Option<Result<c_int>> {
+        if segment == 0 || len <= segment {
+            return ep.send(&self.stack, own, &out, msg, len);
+        }
+        let mut sent = 0;
+        while sent < len {
+            let n = segment.min(len - sent);
+            match ep.send(&self.stack, own, &out, msg, n) {
+                Some(Ok(_)) => sent += n,
+                Some(Err(e)) => return Some(Err(e)),
+                None if sent == 0 => return None,
+                None => {
+                    native.copy_alloc_flags_from(own.as_ptr());
+                    return Some(native.sendmsg(msg, len - sent).map(|_| len as c_int));
+                }
+            }
+        }
+        Some(Ok(len as c_int))
     }
 
     /// `recvmsg` on a socket with implicit connections: a datagram from their rings or
@@ -297,12 +346,13 @@ impl SciDgram {
                     set_msg_name(msg, t.from.as_bytes());
                     // In UDP's order: the socket level's, then the packet information.
                     native.put_drops(msg);
-                    if native.wants_pktinfo() {
-                        if let Some((to, _)) = t.to.ip_port() {
-                            let to = to.canonical();
+                    if let Some((to, _)) = t.to.ip_port() {
+                        let to = to.canonical();
+                        if native.wants_pktinfo() {
                             let ifindex = local_ifindex(own.net(), to.octets(), t.loopback);
                             native.put_pktinfo(msg, to.octets(), ifindex);
                         }
+                        native.put_tos(msg, t.got.tos, matches!(to, Ip::V4(_)));
                     }
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);
@@ -351,6 +401,20 @@ impl SciDgram {
     }
 }
 
+/// Whether a `UDP_SEGMENT` send of `len` bytes in segments of `segment` bytes is one UDP
+/// takes without asking the route (`udp_send_skb()`): at most 128 segments
+/// (`UDP_MAX_SEGMENTS`), at most UDP's longest datagram in all, and each segment's packet
+/// within 1500 bytes, Ethernet's MTU. UDP holds a segment to the route's MTU (loopback's
+/// is 64 KiB); a longer one is left to it, which sends or refuses it (`EMSGSIZE`).
+fn segments_fit(segment: usize, len: usize, v4: bool) -> bool {
+    const MAX_SEGMENTS: usize = 128;
+    const MTU: usize = 1500;
+    let headers = if v4 { 20 + 8 } else { 40 + 8 };
+    headers + segment.min(len) <= MTU
+        && len <= udp_max_payload(v4)
+        && len.div_ceil(segment) <= MAX_SEGMENTS
+}
+
 /// `enum sci_mode` of a socket whose datagrams go over SCI (`sci`) or natively.
 fn sci_mode(sci: bool) -> u32 {
     if sci {
@@ -376,8 +440,8 @@ impl SocketOps for SciDgram {
         let native = self.slot.commit(own, SockAddr::of_msg(msg).as_ref())?;
         self.slot.hooks().sync_error(own, &native);
         if let Some(ep) = self.endpoint() {
-            if let Some(dest) = self.fabric_destination(&native, msg) {
-                if let Some(r) = ep.send(&self.stack, own, dest, msg, len) {
+            if let Some(out) = self.fabric_destination(&native, msg, len) {
+                if let Some(r) = self.send_fabric((own, &ep, &native), out, msg, len) {
                     return r;
                 }
             }

@@ -460,7 +460,7 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 
 bool sci_udp_wants_cmsg(struct sock *sk)
 {
-	if (inet_cmsg_flags(inet_sk(sk)) & ~IP_CMSG_PKTINFO)
+	if (inet_cmsg_flags(inet_sk(sk)) & ~(IP_CMSG_PKTINFO | IP_CMSG_TOS))
 		return true;
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6) {
@@ -468,6 +468,7 @@ bool sci_udp_wants_cmsg(struct sock *sk)
 		typeof(np->rxopt) others = { .all = READ_ONCE(np->rxopt.all) };
 
 		others.bits.rxinfo = 0;
+		others.bits.rxtclass = 0;
 		if (others.all)
 			return true;
 	}
@@ -483,8 +484,43 @@ bool sci_udp_wants_cmsg(struct sock *sk)
 
 bool sci_udp_sends_plain(struct sock *sk)
 {
-	return !udp_test_bit(CORK, sk) && !READ_ONCE(udp_sk(sk)->pending) &&
-	       !READ_ONCE(udp_sk(sk)->gso_size);
+	return !udp_test_bit(CORK, sk) && !READ_ONCE(udp_sk(sk)->pending);
+}
+
+int sci_udp_segment(struct sock *sk, int asked)
+{
+	int size = asked >= 0 ? asked : READ_ONCE(udp_sk(sk)->gso_size);
+
+	/* udp_send_skb() refuses to segment without the checksum (EINVAL). */
+	if (size && sk->sk_no_check_tx)
+		return -1;
+	return size;
+}
+
+u8 sci_udp_tos(struct sock *sk, bool v4)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (!v4)
+		return READ_ONCE(inet6_sk(sk)->tclass);
+#endif
+	return READ_ONCE(inet_sk(sk)->tos);
+}
+
+void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4)
+{
+	if (v4) {
+		/* ip_cmsg_recv_tos(): the IPv4 header's byte, on an IPv6 socket too. */
+		if (inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_TOS)
+			put_cmsg(msg, SOL_IP, IP_TOS, 1, &tos);
+		return;
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxtclass) {
+		int tclass = tos;
+
+		put_cmsg(msg, SOL_IPV6, IPV6_TCLASS, sizeof(tclass), &tclass);
+	}
+#endif
 }
 
 bool sci_udp_readable(struct sock *sk)
@@ -550,7 +586,7 @@ int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback)
 	return ifindex;
 }
 
-int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask)
+int sci_msg_send_control(struct msghdr *msg, struct sci_send_control *ask)
 {
 	struct cmsghdr *cmsg;
 	int found = 0;
@@ -561,18 +597,21 @@ int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask)
 	if (msg->msg_control_is_user)
 		return -1;
 	memset(ask, 0, sizeof(*ask));
+	ask->tos = -1;
 	for_each_cmsghdr(cmsg, msg) {
-		if (!CMSG_OK(msg, cmsg) || found)
+		if (!CMSG_OK(msg, cmsg))
 			return -1;
 		if (cmsg->cmsg_level == SOL_IP && cmsg->cmsg_type == IP_PKTINFO &&
-		    cmsg->cmsg_len == CMSG_LEN(sizeof(struct in_pktinfo))) {
+		    cmsg->cmsg_len == CMSG_LEN(sizeof(struct in_pktinfo)) && !ask->has_source) {
 			struct in_pktinfo *info = (struct in_pktinfo *)CMSG_DATA(cmsg);
 
 			memcpy(ask->addr, &info->ipi_spec_dst, 4);
 			ask->v4 = 1;
 			ask->ifindex = info->ipi_ifindex;
+			ask->has_source = 1;
 		} else if (cmsg->cmsg_level == SOL_IPV6 && cmsg->cmsg_type == IPV6_PKTINFO &&
-			   cmsg->cmsg_len == CMSG_LEN(sizeof(struct in6_pktinfo))) {
+			   cmsg->cmsg_len == CMSG_LEN(sizeof(struct in6_pktinfo)) &&
+			   !ask->has_source) {
 			struct in6_pktinfo *info = (struct in6_pktinfo *)CMSG_DATA(cmsg);
 
 			if (ipv6_addr_v4mapped(&info->ipi6_addr)) {
@@ -582,6 +621,34 @@ int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask)
 				memcpy(ask->addr, &info->ipi6_addr, 16);
 			}
 			ask->ifindex = info->ipi6_ifindex;
+			ask->has_source = 1;
+		} else if (cmsg->cmsg_level == SOL_IP && cmsg->cmsg_type == IP_TOS &&
+			   ask->tos < 0) {
+			/* As ip_cmsg_send() takes it: an int or a byte, 0 to 255. */
+			int val;
+
+			if (cmsg->cmsg_len == CMSG_LEN(sizeof(int)))
+				val = *(int *)CMSG_DATA(cmsg);
+			else if (cmsg->cmsg_len == CMSG_LEN(sizeof(u8)))
+				val = *(u8 *)CMSG_DATA(cmsg);
+			else
+				return -1;
+			if (val < 0 || val > 255)
+				return -1;
+			ask->tos = val;
+			ask->tos_v4 = 1;
+		} else if (cmsg->cmsg_level == SOL_IPV6 && cmsg->cmsg_type == IPV6_TCLASS &&
+			   cmsg->cmsg_len == CMSG_LEN(sizeof(int)) && ask->tos < 0) {
+			/* As ip6_datagram_send_ctl() takes it: -1 is the socket's own. */
+			int val = *(int *)CMSG_DATA(cmsg);
+
+			if (val < 0 || val > 255)	/* -1 (the socket's own) too: UDP's */
+				return -1;
+			ask->tos = val;
+		} else if (cmsg->cmsg_level == SOL_UDP && cmsg->cmsg_type == UDP_SEGMENT &&
+			   cmsg->cmsg_len == CMSG_LEN(sizeof(__u16)) && !ask->has_gso) {
+			ask->gso_size = *(__u16 *)CMSG_DATA(cmsg);
+			ask->has_gso = 1;
 		} else {
 			return -1;
 		}

@@ -145,15 +145,20 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 /*
  * Datagram sockets (socket/dgram/). sci_udp_wants_cmsg: whether UDP sock sk's reader asked
  * for control messages with its datagrams other than the packet information
- * (IP_PKTINFO, IPV6_RECVPKTINFO) and the drop count (SO_RXQ_OVFL): the other IP_RECV*
- * options, their IPv6 twins, timestamps, SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a
- * datagram from an implicit SCI connection cannot carry. sci_udp_sends_plain: whether it sends each
- * datagram as given (not corked by UDP_CORK or a pending MSG_MORE, not segmented by
- * UDP_SEGMENT). sci_msg_set_name: a received datagram's source address (when the caller
- * asked for it). sci_msg_set_flags: adds to a received message's flags.
+ * (IP_PKTINFO, IPV6_RECVPKTINFO), the traffic class (IP_RECVTOS, IPV6_RECVTCLASS) and the
+ * drop count (SO_RXQ_OVFL): the other IP_RECV* options, their IPv6 twins, timestamps,
+ * SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a datagram from an implicit SCI connection cannot
+ * carry. sci_udp_sends_plain: whether it sends each datagram as given (not corked by
+ * UDP_CORK or a pending MSG_MORE). sci_udp_segment: the segment size of a datagram it
+ * sends: asked (a UDP_SEGMENT control message's) or, when asked is -1, its UDP_SEGMENT
+ * option; 0 when none; -1 when UDP refuses to segment on it (no checksum: SO_NO_CHECK,
+ * UDP_NO_CHECK6_TX).
+ * sci_msg_set_name: a received datagram's source address (when the caller asked for it).
+ * sci_msg_set_flags: adds to a received message's flags.
  */
 bool sci_udp_wants_cmsg(struct sock *sk);
 bool sci_udp_sends_plain(struct sock *sk);
+int sci_udp_segment(struct sock *sk, int asked);
 /* Whether a read of UDP sock sk finds something now: a datagram, or an error to report. */
 bool sci_udp_readable(struct sock *sk);
 /* Whether sk was shut for reading (a blocking read returns 0 at once). */
@@ -171,21 +176,39 @@ void sci_msg_set_flags(struct msghdr *msg, int flags);
  * sci_local_ifindex: the interface UDP names for a datagram to local address addr of net:
  * loopback when the sender is on this machine (its datagrams come in through lo), else
  * the device that has the address (0 if none has it now).
- * sci_msg_pktinfo: the source a message to send asks for: 0 when it carries no control
- * message, 1 when it carries only one IP_PKTINFO (ipi_spec_dst) or IPV6_PKTINFO
- * (ipi6_addr; an IPv4-mapped one as IPv4) and *ask is filled in, -1 for anything else.
+ * sci_msg_send_control: what a message to send asks of its path: 0 when it carries no
+ * control message; 1 when it carries at most one of each of: IP_PKTINFO (ipi_spec_dst) or
+ * IPV6_PKTINFO (ipi6_addr; an IPv4-mapped one as IPv4), the source; IP_TOS or
+ * IPV6_TCLASS (0 to 255), the traffic class; UDP_SEGMENT, the segment size; and *ask is
+ * filled in; -1 for anything else (UDP takes it, and reports what it finds wrong).
  */
-struct sci_pktinfo {
+struct sci_send_control {
 	__u8 addr[16];		/* IPv4 in the first 4 bytes; all zero: any */
 	__u8 v4;
+	__u8 has_source;
 	int ifindex;		/* 0: any */
+	int tos;		/* -1: none given */
+	__u8 tos_v4;		/* given as IP_TOS (else IPV6_TCLASS) */
+	__u8 has_gso;
+	__u16 gso_size;
 };
 
 bool sci_udp_wants_pktinfo(struct sock *sk);
 void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
 			 int ifindex);
 int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback);
-int sci_msg_pktinfo(struct msghdr *msg, struct sci_pktinfo *ask);
+int sci_msg_send_control(struct msghdr *msg, struct sci_send_control *ask);
+
+/*
+ * The traffic class of datagrams over SCI, as UDP carries it in the IP header.
+ * sci_udp_tos: what UDP sock sk puts on a datagram whose message names none: its IP_TOS
+ * for an IPv4 destination (an IPv4-mapped one too), else its IPV6_TCLASS.
+ * sci_udp_put_tos: the control message sk's reader asked for, with tos: IP_TOS (one byte)
+ * for an IPv4 datagram when it asked with IP_RECVTOS, IPV6_TCLASS (an int) for an IPv6
+ * one when it asked with IPV6_RECVTCLASS, as udp_recvmsg()/udpv6_recvmsg() give them.
+ */
+u8 sci_udp_tos(struct sock *sk, bool v4);
+void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4);
 
 /*
  * Drops of datagrams over SCI, counted as UDP counts its own. sci_udp_add_drops: adds n

@@ -25,6 +25,16 @@ use kernel::sync::Arc;
 
 /// The longest datagram to an IPv4 destination: 65535 less the IPv4 and UDP headers.
 const MAX_PAYLOAD_V4: usize = 65507;
+
+/// The longest datagram UDP sends to an IPv4 (`v4`) or IPv6 destination (longer ones are
+/// `EMSGSIZE`).
+pub(crate) const fn udp_max_payload(v4: bool) -> usize {
+    if v4 {
+        MAX_PAYLOAD_V4
+    } else {
+        MAX_PAYLOAD
+    }
+}
 /// How long an outbound connection waits for the peer node's answer (ms) before the
 /// destination is given up for now (its datagrams went over UDP meanwhile).
 pub(super) const ANSWER_MS: i64 = 1000;
@@ -43,6 +53,18 @@ pub(super) struct Outbound {
     pub(super) since_ms: i64,
 }
 
+/// A datagram to send over an implicit connection: where to, and what its sender's UDP
+/// would have put in its IP header.
+#[derive(Clone, Copy)]
+pub(crate) struct Outgoing {
+    /// The destination (address, port).
+    pub(crate) dest: (Ip, u16),
+    /// The source its packet information asks for, if any.
+    pub(crate) source: Option<SourceAsk>,
+    /// Its traffic class (`IP_TOS`, `IPV6_TCLASS`), which the receiver may ask for.
+    pub(crate) tos: u8,
+}
+
 /// The source a datagram to send asks for with `IP_PKTINFO`/`IPV6_PKTINFO`.
 #[derive(Clone, Copy)]
 pub(crate) struct SourceAsk {
@@ -53,24 +75,22 @@ pub(crate) struct SourceAsk {
 }
 
 impl Endpoint {
-    /// Sends one datagram of `len` bytes to `dest` over its implicit connection, if it has
-    /// one that is up: `None` sends it over UDP (no connection yet, or none possible; the
-    /// first datagram to a destination of the fabric also starts one).
+    /// Sends one datagram of `len` bytes of `msg` to `out.dest` over its implicit
+    /// connection, if it has one that is up: `None` sends it over UDP (no connection yet,
+    /// or none possible; the first datagram to a destination of the fabric also starts
+    /// one), with nothing consumed from `msg`.
     pub(crate) fn send(
         &self,
         stack: &Stack,
         own: &OwnSk,
-        (dest, source): ((Ip, u16), Option<SourceAsk>),
+        out: &Outgoing,
         msg: Msg,
         len: usize,
     ) -> Option<Result<c_int>> {
-        let dest = (dest.0.canonical(), dest.1);
+        let (dest, source) = ((out.dest.0.canonical(), out.dest.1), out.source);
         // UDP's limits: an IPv4 datagram carries at most 65507 bytes (UDP refuses more
         // with EMSGSIZE, and so it goes there).
-        let max = match dest.0 {
-            Ip::V4(_) => MAX_PAYLOAD_V4,
-            Ip::V6(_) => MAX_PAYLOAD,
-        };
+        let max = udp_max_payload(matches!(dest.0, Ip::V4(_)));
         if len > max || !sci_loopback_enabled() {
             return None;
         }
@@ -113,7 +133,7 @@ impl Endpoint {
             return None;
         }
         o.since_ms = now;
-        match o.conn.send_datagram(plane.fabric(), msg, len) {
+        match o.conn.send_datagram(plane.fabric(), msg, len, out.tos) {
             Ok(Sent::Queued) => {
                 self.sent.fetch_add(1, Ordering::Relaxed);
                 own.stats().dgram_sent();

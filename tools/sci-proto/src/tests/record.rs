@@ -21,7 +21,7 @@ fn put(p: &mut TestProducer, seg: &TestSegment, data: &[u8]) -> bool {
     let at = record::place(spans, data.len());
     assert_eq!(at.header.total(), HEADER_LEN);
     assert_eq!(at.payload.total(), data.len());
-    seg.copy_into_spans(at.header, &record::header(data.len()).unwrap());
+    seg.copy_into_spans(at.header, &record::header(data.len(), 0).unwrap());
     seg.copy_into_spans(at.payload, data);
     seg.copy_into_spans(at.padding, record::padding(data.len()));
     assert_eq!(
@@ -69,14 +69,26 @@ fn sizes_and_headers() {
         Some(8 + MAX_PAYLOAD.next_multiple_of(8))
     );
     assert_eq!(record::size(MAX_PAYLOAD + 1), None);
-    assert_eq!(record::header(MAX_PAYLOAD + 1), None);
-    for n in [0, 1, 7, 8, 9, 1500, MAX_PAYLOAD] {
-        let h = record::header(n).unwrap();
+    assert_eq!(record::header(MAX_PAYLOAD + 1, 0), None);
+    for (n, tos) in [
+        (0, 0),
+        (1, 2),
+        (7, 1),
+        (8, 3),
+        (9, 0xb8),
+        (1500, 0xff),
+        (MAX_PAYLOAD, 2),
+    ] {
+        let h = record::header(n, tos).unwrap();
         let size = record::size(n).unwrap();
         assert_eq!((n + record::padding(n).len()) % 8, 0);
         assert_eq!(
             record::parse(h, size as u64),
-            Ok(Record { payload: n, size })
+            Ok(Record {
+                payload: n,
+                tos,
+                size
+            })
         );
         assert_eq!(
             record::parse(h, size as u64 - 1),
@@ -88,12 +100,22 @@ fn sizes_and_headers() {
 
 #[test]
 fn hostile_headers_are_protocol_errors() {
-    let mut h = record::header(100).unwrap();
+    let mut h = record::header(100, 2).unwrap();
     h[4] ^= 1;
     assert_eq!(
         record::parse(h, 1 << 20),
         Err(ProtocolError::BadRecord),
         "complement"
+    );
+    // The length and traffic class of a good header, with its reserved byte set (and the
+    // complement to match): a writer of another version, or garbage.
+    let mut h = record::header(100, 2).unwrap();
+    h[3] = 1;
+    h[7] = !1;
+    assert_eq!(
+        record::parse(h, 1 << 20),
+        Err(ProtocolError::BadRecord),
+        "reserved byte"
     );
     let len = (MAX_PAYLOAD + 1) as u32;
     let mut h = [0u8; 8];
