@@ -16,6 +16,7 @@ packages=(
 	dkms   # selftests/install/dkms-test: the module built by DKMS (make dkms-source)
 	dnsmasq-base bind9-dnsutils memcached   # selftests: unmodified UDP programs on AF_SCI datagram sockets (selftests/guest/sci-dgram-programs)
 	ngtcp2-server ngtcp2-client openssl   # selftests: QUIC on AF_SCI datagram sockets (selftests/guest/sci-quic)
+	gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good   # selftests: RTP on AF_SCI datagram sockets (selftests/guest/sci-rtp)
 	linux-perf   # make bench: the one-CPU round trip's floor (perf bench sched pipe); selftests/bench/profile-block
 )
 

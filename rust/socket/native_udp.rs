@@ -57,6 +57,13 @@ impl Native {
         unsafe { bindings::sci_udp_sends_plain(self.sk()) }
     }
 
+    /// A UDP socket that holds a datagram to an IPv4 (`v4`) or IPv6 destination to the
+    /// route's MTU (`IP_PMTUDISC_DO`, `IPV6_DONTFRAG`, ...): a longer one is `EMSGSIZE`.
+    pub(crate) fn keeps_df(&self, v4: bool) -> bool {
+        // SAFETY: `sk` is live; the helper reads option bits.
+        unsafe { bindings::sci_udp_keeps_df(self.sk(), v4) }
+    }
+
     /// The segment size of a datagram this UDP socket sends (0: one datagram), `asked` by
     /// its message's `UDP_SEGMENT` or else its own option; `None` when UDP would refuse to
     /// segment it (no checksums).

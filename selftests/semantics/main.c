@@ -153,6 +153,10 @@ static const struct test tests[] = {
 	{ "dgram_fabric_tclass_v6", t_dgram_fabric_tclass_v6, 0, false },
 	{ "dgram_fabric_segment_v4", t_dgram_fabric_segment_v4, 0, false },
 	{ "dgram_fabric_segment_v6", t_dgram_fabric_segment_v6, 0, false },
+	{ "dgram_dontfrag_v4", t_dgram_dontfrag_v4, 0, false },
+	{ "dgram_dontfrag_v6", t_dgram_dontfrag_v6, 0, false },
+	{ "dgram_fabric_dontfrag_v4", t_dgram_fabric_dontfrag_v4, 0, false },
+	{ "dgram_fabric_dontfrag_v6", t_dgram_fabric_dontfrag_v6, 0, false },
 	/* TABLE-END */
 };
 

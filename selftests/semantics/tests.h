@@ -147,6 +147,10 @@ void t_dgram_fabric_tos_v4(void);
 void t_dgram_fabric_tclass_v6(void);
 void t_dgram_fabric_segment_v4(void);
 void t_dgram_fabric_segment_v6(void);
+void t_dgram_dontfrag_v4(void);
+void t_dgram_dontfrag_v6(void);
+void t_dgram_fabric_dontfrag_v4(void);
+void t_dgram_fabric_dontfrag_v6(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -264,6 +264,10 @@ impl SciDgram {
         if segment != 0 && !segments_fit(segment, len, v4) {
             return None;
         }
+        // One that UDP would hold to the route's MTU, which it knows and this path does not.
+        if segment == 0 && !packet_fits(len, v4) && native.keeps_df(v4) {
+            return None;
+        }
         let out = Outgoing {
             dest: (ip, port),
             source,
@@ -275,7 +279,8 @@ impl SciDgram {
     /// Sends `len` bytes of `msg` over `out`'s implicit connection, one datagram per
     /// `segment` bytes (0: one datagram), as `UDP_SEGMENT` splits them: `None` sends the
     /// whole over UDP (no connection up). A connection that ends after some segments
-    /// leaves the rest to UDP, which segments them as asked.
+    /// leaves the rest to UDP, which segments them as asked; a fault in the caller's
+    /// buffer stops the send at that segment (`EFAULT`), where UDP would send none.
     fn send_fabric(
         &self,
         (own, ep, native): (&OwnSk, &Endpoint, &Native),
@@ -401,16 +406,24 @@ impl SciDgram {
     }
 }
 
+/// Whether a packet of `payload` bytes to an IPv4 (`v4`) or IPv6 destination, with its IP
+/// and UDP headers, fits in 1500 bytes, Ethernet's MTU: the most a datagram that UDP holds
+/// to the route's MTU (a segment, one with DF kept) may carry over SCI. UDP knows the
+/// route's MTU (loopback's is 64 KiB) and this path does not: a longer one is left to UDP,
+/// which sends or refuses it (`EMSGSIZE`).
+fn packet_fits(payload: usize, v4: bool) -> bool {
+    const MTU: usize = 1500;
+    let headers = if v4 { 20 + 8 } else { 40 + 8 };
+    headers + payload <= MTU
+}
+
 /// Whether a `UDP_SEGMENT` send of `len` bytes in segments of `segment` bytes is one UDP
 /// takes without asking the route (`udp_send_skb()`): at most 128 segments
 /// (`UDP_MAX_SEGMENTS`), at most UDP's longest datagram in all, and each segment's packet
-/// within 1500 bytes, Ethernet's MTU. UDP holds a segment to the route's MTU (loopback's
-/// is 64 KiB); a longer one is left to it, which sends or refuses it (`EMSGSIZE`).
+/// within Ethernet's MTU ([`packet_fits`]).
 fn segments_fit(segment: usize, len: usize, v4: bool) -> bool {
     const MAX_SEGMENTS: usize = 128;
-    const MTU: usize = 1500;
-    let headers = if v4 { 20 + 8 } else { 40 + 8 };
-    headers + segment.min(len) <= MTU
+    packet_fits(segment.min(len), v4)
         && len <= udp_max_payload(v4)
         && len.div_ceil(segment) <= MAX_SEGMENTS
 }

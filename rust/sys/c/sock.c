@@ -10,6 +10,7 @@
 #include <linux/inetdevice.h>
 #include <net/addrconf.h>
 #include <net/ipv6.h>
+#include <net/ip6_route.h>
 #include "sock.h"
 
 u64 sci_net_cookie(const struct net *net)
@@ -495,6 +496,15 @@ int sci_udp_segment(struct sock *sk, int asked)
 	if (size && sk->sk_no_check_tx)
 		return -1;
 	return size;
+}
+
+bool sci_udp_keeps_df(struct sock *sk, bool v4)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (!v4)
+		return !ip6_sk_ignore_df(sk) || inet6_test_bit(DONTFRAG, sk);
+#endif
+	return !ip_sk_ignore_df(sk);
 }
 
 u8 sci_udp_tos(struct sock *sk, bool v4)

@@ -159,6 +159,13 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
 bool sci_udp_wants_cmsg(struct sock *sk);
 bool sci_udp_sends_plain(struct sock *sk);
 int sci_udp_segment(struct sock *sk, int asked);
+/*
+ * Whether UDP sock sk holds a datagram to an IPv4 (v4; an IPv4-mapped one too) or IPv6
+ * destination to the route's MTU, refusing a longer one (EMSGSIZE) rather than fragment it:
+ * IP_MTU_DISCOVER DO, PROBE or INTERFACE (__ip_append_data()), their IPV6_MTU_DISCOVER
+ * twins or IPV6_DONTFRAG (__ip6_append_data()).
+ */
+bool sci_udp_keeps_df(struct sock *sk, bool v4);
 /* Whether a read of UDP sock sk finds something now: a datagram, or an error to report. */
 bool sci_udp_readable(struct sock *sk);
 /* Whether sk was shut for reading (a blocking read returns 0 at once). */
