@@ -1975,3 +1975,74 @@ static void fabric_dontfrag(int af)
 
 void t_dgram_fabric_dontfrag_v4(void) { fabric_dontfrag(AF_INET); }
 void t_dgram_fabric_dontfrag_v6(void) { fabric_dontfrag(AF_INET6); }
+
+/*
+ * Reads from fd, which asked for UDP_GRO, until the len bytes of a send in segments of
+ * `segment` bytes came: a read is one segment or, with a UDP_GRO message (UDP coalesced
+ * them: on loopback it hands a segmented send over whole), several of that size. Returns
+ * how many reads came coalesced.
+ */
+static int recv_gro(int fd, const char *sent, size_t len, size_t segment)
+{
+	static char in[70000];
+	char cbuf[256];
+	int coalesced = 0;
+	size_t off = 0;
+
+	while (off < len) {
+		struct iovec iov = { in, sizeof(in) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c;
+		ssize_t n;
+		int size;
+
+		wait_for(fd, POLLIN);
+		n = recvmsg(fd, &mh, 0);
+		if (n < 0)
+			FAIL("recvmsg: %s", ename(errno));
+		c = find_cmsg(&mh, SOL_UDP, UDP_GRO);
+		if (c) {
+			memcpy(&size, CMSG_DATA(c), sizeof(size));
+			EXPECT_EQ(size, segment);
+			coalesced++;
+		} else {
+			EXPECT_EQ(n, len - off < segment ? len - off : segment);
+		}
+		CHECK(off + n <= len && !memcmp(in, sent + off, n), "the bytes at %zu differ", off);
+		off += n;
+	}
+	return coalesced;
+}
+
+/*
+ * A receiver that asked for UDP_GRO (as QUIC stacks do) keeps its implicit connections:
+ * each datagram over SCI is read alone, with no UDP_GRO message, as UDP gives one it did
+ * not coalesce; over UDP a segmented send may come whole, with the segment size.
+ */
+void t_dgram_fabric_gro(void)
+{
+	static char out[8000];
+	struct sockaddr_storage aa, ba;
+	long sent0 = 0;
+	int a, b, coalesced;
+
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	fill_pattern(out, sizeof(out), 43);
+	setint(b, SOL_UDP, UDP_GRO, 1);
+	await_sent_over_sci(a, b, &ba);
+	if (sci_path_expected())
+		sent0 = fdinfo_field(a, "sci-datagrams", "sent");
+	EXPECT_EQ(send_segmented(a, out, 5000, &ba, 1200), 5000);
+	coalesced = recv_gro(b, out, 5000, 1200);
+	send_to(a, out, 700, &ba);
+	EXPECT_EQ(recv_gro(b, out, 700, 700), 0);
+	if (sci_path_expected()) {
+		EXPECT_EQ(fdinfo_field(a, "sci-datagrams", "sent") - sent0, 5 + 1);
+		EXPECT_EQ(coalesced, 0);
+	} else {
+		note("UDP coalesced %d of the reads", coalesced);
+	}
+	close(a);
+	close(b);
+}

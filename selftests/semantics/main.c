@@ -157,6 +157,7 @@ static const struct test tests[] = {
 	{ "dgram_dontfrag_v6", t_dgram_dontfrag_v6, 0, false },
 	{ "dgram_fabric_dontfrag_v4", t_dgram_fabric_dontfrag_v4, 0, false },
 	{ "dgram_fabric_dontfrag_v6", t_dgram_fabric_dontfrag_v6, 0, false },
+	{ "dgram_fabric_gro", t_dgram_fabric_gro, 0, false },
 	/* TABLE-END */
 };
 

@@ -151,6 +151,7 @@ void t_dgram_dontfrag_v4(void);
 void t_dgram_dontfrag_v6(void);
 void t_dgram_fabric_dontfrag_v4(void);
 void t_dgram_fabric_dontfrag_v6(void);
+void t_dgram_fabric_gro(void);
 void t_sci_dgram_idle(void);
 void t_sci_dgram_opt_out(void);
 

@@ -478,9 +478,11 @@ bool sci_udp_wants_cmsg(struct sock *sk)
 	    sock_flag(sk, SOCK_RCVMARK) ||
 	    READ_ONCE(sk->sk_tsflags))
 		return true;
-	if (sk->sk_socket && test_bit(SOCK_PASSSEC, &sk->sk_socket->flags))
-		return true;
-	return udp_test_bit(GRO_ENABLED, sk);
+	/*
+	 * UDP_GRO is not among them: a datagram over SCI is read alone, with no UDP_GRO
+	 * message, as UDP gives one it did not coalesce.
+	 */
+	return sk->sk_socket && test_bit(SOCK_PASSSEC, &sk->sk_socket->flags);
 }
 
 bool sci_udp_sends_plain(struct sock *sk)

@@ -147,8 +147,8 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
  * for control messages with its datagrams other than the packet information
  * (IP_PKTINFO, IPV6_RECVPKTINFO), the traffic class (IP_RECVTOS, IPV6_RECVTCLASS) and the
  * drop count (SO_RXQ_OVFL): the other IP_RECV* options, their IPv6 twins, timestamps,
- * SO_RCVMARK, SO_PASSSEC, UDP_GRO, which a datagram from an implicit SCI connection cannot
- * carry. sci_udp_sends_plain: whether it sends each datagram as given (not corked by
+ * SO_RCVMARK, SO_PASSSEC, which a datagram from an implicit SCI connection cannot carry
+ * (not UDP_GRO: see sci_udp_wants_cmsg()). sci_udp_sends_plain: whether it sends each datagram as given (not corked by
  * UDP_CORK or a pending MSG_MORE). sci_udp_segment: the segment size of a datagram it
  * sends: asked (a UDP_SEGMENT control message's) or, when asked is -1, its UDP_SEGMENT
  * option; 0 when none; -1 when UDP refuses to segment on it (no checksum: SO_NO_CHECK,
