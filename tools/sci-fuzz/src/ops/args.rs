@@ -353,7 +353,7 @@ impl Fuzzer<'_> {
             _ => {
                 let mut b = Vec::new();
                 for _ in 0..self.rng.range(1, 2) {
-                    let (level, ty, data): (i32, i32, Vec<u8>) = match self.rng.below(13) {
+                    let (level, ty, data): (i32, i32, Vec<u8>) = match self.rng.below(14) {
                         0 => {
                             // SCM_RIGHTS: our memfd and a socket
                             let mut d = self.memfd.to_ne_bytes().to_vec();
@@ -428,6 +428,11 @@ impl Fuzzer<'_> {
                             let mut d = d.to_vec();
                             d.extend_from_slice(&(self.rng.below(4) as i32).to_ne_bytes());
                             (libc::IPPROTO_IPV6, libc::IPV6_PKTINFO, d)
+                        }
+                        12 => {
+                            // UDP_SEGMENT: none, tiny (past 128 segments), or a packet's
+                            let size = self.rng.pick(&[0u16, 1, 7, 1200, 1473, 65535]);
+                            (libc::IPPROTO_UDP, 103, size.to_ne_bytes().to_vec())
                         }
                         _ => (
                             self.rng.next_u32() as i32,
