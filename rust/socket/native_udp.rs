@@ -18,37 +18,16 @@ impl Native {
         unsafe { bindings::sci_udp_wants_cmsg(self.sk()) }
     }
 
-    /// A UDP socket whose reader asked for the packet information of its datagrams
-    /// (`IP_PKTINFO`, `IPV6_RECVPKTINFO`).
-    pub(crate) fn wants_pktinfo(&self) -> bool {
-        // SAFETY: `sk` is live; the helper reads option bits, as `udp_recvmsg` does.
-        unsafe { bindings::sci_udp_wants_pktinfo(self.sk()) }
-    }
-
-    /// Adds to a datagram received over SCI the packet information this UDP socket's
-    /// reader asked for, as UDP would give it: addressed to `to` (4 bytes: IPv4, else 16),
-    /// which is also the address a reply goes from, received on interface `ifindex`.
-    pub(crate) fn put_pktinfo(&self, msg: Msg, to: &[u8], ifindex: i32) {
+    /// Adds to a datagram received over SCI the control messages this UDP socket's reader
+    /// asked for of the IP header, as UDP would give them: the packet information of a
+    /// datagram addressed to `to` (4 bytes: IPv4, else 16), which is also the address a
+    /// reply goes from, sent from this machine (`loopback`) or another; then its traffic
+    /// class `tos`.
+    pub(crate) fn put_ip_cmsgs(&self, msg: Msg, to: &[u8], loopback: bool, tos: u8) {
         let (a, v4) = c_addr(to);
         // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
         // and lives across the call; `put_cmsg` checks the caller's room.
-        unsafe { bindings::sci_udp_put_pktinfo(self.sk(), msg, a.as_ptr(), v4, ifindex) }
-    }
-
-    /// Adds to a datagram received over SCI the traffic class this UDP socket's reader
-    /// asked for (`IP_RECVTOS` for an IPv4 datagram, `IPV6_RECVTCLASS` for an IPv6 one),
-    /// as UDP gives it from the IP header.
-    pub(crate) fn put_tos(&self, msg: Msg, tos: u8, v4: bool) {
-        // SAFETY: `sk` is live and `msg` is the message being received; `put_cmsg` checks
-        // the caller's room.
-        unsafe { bindings::sci_udp_put_tos(self.sk(), msg, tos, v4) }
-    }
-
-    /// The traffic class this UDP socket puts on a datagram whose message names none: its
-    /// `IP_TOS` to an IPv4 destination (`v4`), else its `IPV6_TCLASS`.
-    pub(crate) fn tos(&self, v4: bool) -> u8 {
-        // SAFETY: `sk` is live; the helper reads an option byte.
-        unsafe { bindings::sci_udp_tos(self.sk(), v4) }
+        unsafe { bindings::sci_udp_put_ip_cmsgs(self.sk(), msg, a.as_ptr(), v4, loopback, tos) }
     }
 
     /// A UDP socket that sends each datagram as given (not corked).
@@ -64,13 +43,17 @@ impl Native {
         unsafe { bindings::sci_udp_keeps_df(self.sk(), v4) }
     }
 
-    /// The segment size of a datagram this UDP socket sends (0: one datagram), `asked` by
-    /// its message's `UDP_SEGMENT` or else its own option; `None` when UDP would refuse to
-    /// segment it (no checksums).
-    pub(crate) fn segment(&self, asked: Option<u16>) -> Option<usize> {
+    /// What this UDP socket puts on a datagram to an IPv4 (`v4`) or IPv6 destination whose
+    /// message names none: its traffic class (`IP_TOS`, `IPV6_TCLASS`), and its segment
+    /// size (0: one datagram), `asked` by the message's `UDP_SEGMENT` or else its own
+    /// option; `None` when UDP would refuse to segment it (no checksums).
+    pub(crate) fn send_params(&self, v4: bool, asked: Option<u16>) -> Option<(u8, usize)> {
+        let mut tos = 0;
         let asked = asked.map_or(-1, i32::from);
-        // SAFETY: `sk` is live; the helper reads option bits.
-        usize::try_from(unsafe { bindings::sci_udp_segment(self.sk(), asked) }).ok()
+        // SAFETY: `sk` is live; the helper reads option bits into `tos`, which lives across
+        // the call.
+        let segment = unsafe { bindings::sci_udp_send_params(self.sk(), v4, asked, &mut tos) };
+        usize::try_from(segment).ok().map(|s| (tos, s))
     }
 
     /// A UDP socket that a read finds something in now (a datagram, or an error).

@@ -135,7 +135,7 @@ pub(crate) struct Taken {
     pub(crate) got: Received,
     pub(crate) from: Addr,
     /// The address it was sent to, and whether from this machine: its packet
-    /// information ([`Native::put_pktinfo`]).
+    /// information ([`Native::put_ip_cmsgs`]).
     pub(crate) to: Addr,
     pub(crate) loopback: bool,
 }

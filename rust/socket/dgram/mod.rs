@@ -31,8 +31,8 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{
-    int_optval, local_ifindex, put_ioctl_int, put_option, sci_info_bytes, send_asks, set_msg_flags,
-    set_msg_name, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
+    int_optval, put_ioctl_int, put_option, sci_info_bytes, send_asks, set_msg_flags, set_msg_name,
+    File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
 };
 use crate::sys::params::sci_loopback_enabled;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -254,13 +254,13 @@ impl SciDgram {
         }
         // An IPv4-mapped destination is IPv4's: UDP sends it with the IPv4 options.
         let v4 = matches!(ip.canonical(), Ip::V4(_));
+        let (own_tos, segment) = native.send_params(v4, asks.segment)?;
         let tos = match asks.tos {
-            None => native.tos(v4),
+            None => own_tos,
             Some((tos, as_v4)) if as_v4 == v4 => tos,
             // The other family's option, which UDP ignores: left to it.
             Some(_) => return None,
         };
-        let segment = native.segment(asks.segment)?;
         if segment != 0 && !segments_fit(segment, len, v4) {
             return None;
         }
@@ -349,15 +349,10 @@ impl SciDgram {
                     }
                 } else if let Some(t) = ep.recv(&plane, own, msg, len, peek)? {
                     set_msg_name(msg, t.from.as_bytes());
-                    // In UDP's order: the socket level's, then the packet information.
+                    // In UDP's order: the socket level's, then the IP header's.
                     native.put_drops(msg);
                     if let Some((to, _)) = t.to.ip_port() {
-                        let to = to.canonical();
-                        if native.wants_pktinfo() {
-                            let ifindex = local_ifindex(own.net(), to.octets(), t.loopback);
-                            native.put_pktinfo(msg, to.octets(), ifindex);
-                        }
-                        native.put_tos(msg, t.got.tos, matches!(to, Ip::V4(_)));
+                        native.put_ip_cmsgs(msg, to.canonical().octets(), t.loopback, t.got.tos);
                     }
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);

@@ -490,10 +490,16 @@ bool sci_udp_sends_plain(struct sock *sk)
 	return !udp_test_bit(CORK, sk) && !READ_ONCE(udp_sk(sk)->pending);
 }
 
-int sci_udp_segment(struct sock *sk, int asked)
+int sci_udp_send_params(struct sock *sk, bool v4, int asked, u8 *tos)
 {
 	int size = asked >= 0 ? asked : READ_ONCE(udp_sk(sk)->gso_size);
 
+#if IS_ENABLED(CONFIG_IPV6)
+	if (!v4)
+		*tos = READ_ONCE(inet6_sk(sk)->tclass);
+	else
+#endif
+		*tos = READ_ONCE(inet_sk(sk)->tos);
 	/* udp_send_skb() refuses to segment without the checksum (EINVAL). */
 	if (size && sk->sk_no_check_tx)
 		return -1;
@@ -509,16 +515,7 @@ bool sci_udp_keeps_df(struct sock *sk, bool v4)
 	return !ip_sk_ignore_df(sk);
 }
 
-u8 sci_udp_tos(struct sock *sk, bool v4)
-{
-#if IS_ENABLED(CONFIG_IPV6)
-	if (!v4)
-		return READ_ONCE(inet6_sk(sk)->tclass);
-#endif
-	return READ_ONCE(inet_sk(sk)->tos);
-}
-
-void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4)
+static void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4)
 {
 	if (v4) {
 		/* ip_cmsg_recv_tos(): the IPv4 header's byte, on an IPv6 socket too. */
@@ -546,7 +543,7 @@ bool sci_sk_read_shut(const struct sock *sk)
 	return READ_ONCE(sk->sk_shutdown) & RCV_SHUTDOWN;
 }
 
-bool sci_udp_wants_pktinfo(struct sock *sk)
+static bool sci_udp_wants_pktinfo(struct sock *sk)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxinfo)
@@ -555,8 +552,8 @@ bool sci_udp_wants_pktinfo(struct sock *sk)
 	return inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_PKTINFO;
 }
 
-void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
-			 int ifindex)
+static void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr,
+				bool v4, int ifindex)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxinfo) {
@@ -596,6 +593,16 @@ int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback)
 		ifindex = dev->ifindex;
 	rcu_read_unlock();
 	return ifindex;
+}
+
+void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+			  bool loopback, u8 tos)
+{
+	/* In udp_recvmsg()'s and udpv6_recvmsg()'s order. */
+	if (sci_udp_wants_pktinfo(sk))
+		sci_udp_put_pktinfo(sk, msg, addr, v4,
+				    sci_local_ifindex(sock_net(sk), addr, v4, loopback));
+	sci_udp_put_tos(sk, msg, tos, v4);
 }
 
 int sci_msg_send_control(struct msghdr *msg, struct sci_send_control *ask)

@@ -149,16 +149,18 @@ int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max
  * drop count (SO_RXQ_OVFL): the other IP_RECV* options, their IPv6 twins, timestamps,
  * SO_RCVMARK, SO_PASSSEC, which a datagram from an implicit SCI connection cannot carry
  * (not UDP_GRO: see sci_udp_wants_cmsg()). sci_udp_sends_plain: whether it sends each datagram as given (not corked by
- * UDP_CORK or a pending MSG_MORE). sci_udp_segment: the segment size of a datagram it
- * sends: asked (a UDP_SEGMENT control message's) or, when asked is -1, its UDP_SEGMENT
- * option; 0 when none; -1 when UDP refuses to segment on it (no checksum: SO_NO_CHECK,
- * UDP_NO_CHECK6_TX).
+ * UDP_CORK or a pending MSG_MORE). sci_udp_send_params: what UDP would put on a datagram
+ * it sends to an IPv4 (v4; an IPv4-mapped one too) or IPv6 destination when its message
+ * names none: the traffic class in *tos (its IP_TOS, else its IPV6_TCLASS), and, returned,
+ * the segment size: asked (a UDP_SEGMENT control message's) or, when asked is -1, its
+ * UDP_SEGMENT option; 0 when none; -1 when UDP refuses to segment on it (no checksum:
+ * SO_NO_CHECK, UDP_NO_CHECK6_TX).
  * sci_msg_set_name: a received datagram's source address (when the caller asked for it).
  * sci_msg_set_flags: adds to a received message's flags.
  */
 bool sci_udp_wants_cmsg(struct sock *sk);
 bool sci_udp_sends_plain(struct sock *sk);
-int sci_udp_segment(struct sock *sk, int asked);
+int sci_udp_send_params(struct sock *sk, bool v4, int asked, u8 *tos);
 /*
  * Whether UDP sock sk holds a datagram to an IPv4 (v4; an IPv4-mapped one too) or IPv6
  * destination to the route's MTU, refusing a longer one (EMSGSIZE) rather than fragment it:
@@ -174,12 +176,15 @@ void sci_msg_set_name(struct msghdr *msg, const void *addr, int len);
 void sci_msg_set_flags(struct msghdr *msg, int flags);
 
 /*
- * Packet information for datagrams over SCI, as UDP gives and takes it.
- * sci_udp_wants_pktinfo: whether UDP sock sk's reader asked for it (IP_PKTINFO,
- * IPV6_RECVPKTINFO). sci_udp_put_pktinfo: the control messages UDP sock sk's reader asked
- * for (IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order) for a datagram addressed to
- * addr (4 bytes when v4, else 16) and received on interface ifindex; the address is also
- * the one a reply is sent from (ipi_spec_dst), as for any unicast datagram.
+ * Packet information and traffic class for datagrams over SCI, as UDP gives and takes
+ * them. sci_udp_put_ip_cmsgs: the control messages UDP sock sk's reader asked for with a
+ * datagram addressed to addr (4 bytes when v4, else 16) with traffic class tos, sent from
+ * this machine (loopback) or another: the packet information (IP_PKTINFO,
+ * IPV6_RECVPKTINFO: IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order), whose
+ * address is also the one a reply is sent from (ipi_spec_dst), as for any unicast
+ * datagram, and whose interface is sci_local_ifindex's; then the traffic class
+ * (IP_RECVTOS: IP_TOS, one byte, with an IPv4 datagram; IPV6_RECVTCLASS: IPV6_TCLASS, an
+ * int, with an IPv6 one).
  * sci_local_ifindex: the interface UDP names for a datagram to local address addr of net:
  * loopback when the sender is on this machine (its datagrams come in through lo), else
  * the device that has the address (0 if none has it now).
@@ -200,22 +205,10 @@ struct sci_send_control {
 	__u16 gso_size;
 };
 
-bool sci_udp_wants_pktinfo(struct sock *sk);
-void sci_udp_put_pktinfo(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
-			 int ifindex);
+void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+			  bool loopback, u8 tos);
 int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback);
 int sci_msg_send_control(struct msghdr *msg, struct sci_send_control *ask);
-
-/*
- * The traffic class of datagrams over SCI, as UDP carries it in the IP header.
- * sci_udp_tos: what UDP sock sk puts on a datagram whose message names none: its IP_TOS
- * for an IPv4 destination (an IPv4-mapped one too), else its IPV6_TCLASS.
- * sci_udp_put_tos: the control message sk's reader asked for, with tos: IP_TOS (one byte)
- * for an IPv4 datagram when it asked with IP_RECVTOS, IPV6_TCLASS (an int) for an IPv6
- * one when it asked with IPV6_RECVTCLASS, as udp_recvmsg()/udpv6_recvmsg() give them.
- */
-u8 sci_udp_tos(struct sock *sk, bool v4);
-void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4);
 
 /*
  * Drops of datagrams over SCI, counted as UDP counts its own. sci_udp_add_drops: adds n

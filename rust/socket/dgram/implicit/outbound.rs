@@ -237,7 +237,7 @@ impl Endpoint {
 
 /// Whether a datagram that asks for `ask` may take `conn`: it names the connection's own
 /// source address (or any) and the interface that has that address (or any), as the
-/// packet information of datagrams over SCI names them ([`Native::put_pktinfo`]); any
+/// packet information of datagrams over SCI names them ([`Native::put_ip_cmsgs`]); any
 /// other source is UDP's to honour.
 fn source_allows(own: &OwnSk, plane: &Plane<'_>, conn: &Conn, ask: SourceAsk) -> bool {
     let Some((src, _)) = conn.local.ip_port() else {
