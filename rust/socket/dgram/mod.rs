@@ -279,7 +279,7 @@ impl SciDgram {
     /// Sends `len` bytes of `msg` over `out`'s implicit connection, one datagram per
     /// `segment` bytes (0: one datagram), as `UDP_SEGMENT` splits them: `None` sends the
     /// whole over UDP (no connection up). A connection that ends after some segments
-    /// leaves the rest to UDP, which segments them as asked; a fault in the caller's
+    /// leaves the rest to UDP ([`Self::send_native`]), which segments them as asked; a fault in the caller's
     /// buffer stops the send at that segment (`EFAULT`), where UDP would send none.
     fn send_fabric(
         &self,
@@ -299,12 +299,26 @@ impl SciDgram {
                 Some(Err(e)) => return Some(Err(e)),
                 None if sent == 0 => return None,
                 None => {
-                    native.copy_alloc_flags_from(own.as_ptr());
-                    return Some(native.sendmsg(msg, len - sent).map(|_| len as c_int));
+                    return Some(
+                        self.send_native(own, native, msg, len - sent)
+                            .map(|_| len as c_int),
+                    )
                 }
             }
         }
         Some(Ok(len as c_int))
+    }
+
+    /// Sends `len` bytes of `msg` over the native UDP socket, the error it reports taken
+    /// as reported (`NativeHooks::consumed`).
+    fn send_native(&self, own: &OwnSk, native: &Native, msg: Msg, len: usize) -> Result<c_int> {
+        native.copy_alloc_flags_from(own.as_ptr());
+        let r = native.sendmsg(msg, len);
+        // The first send binds an unbound socket: from there on it has an endpoint.
+        if r.is_ok() && self.endpoint().is_none() {
+            self.endpoint_for(own, native);
+        }
+        self.slot.hooks().consumed(own, r)
     }
 
     /// `recvmsg` on a socket with implicit connections: a datagram from their rings or
@@ -454,13 +468,7 @@ impl SocketOps for SciDgram {
                 }
             }
         }
-        native.copy_alloc_flags_from(own.as_ptr());
-        let r = native.sendmsg(msg, len);
-        // The first send binds an unbound socket: from there on it has an endpoint.
-        if r.is_ok() && self.endpoint().is_none() {
-            self.endpoint_for(own, &native);
-        }
-        self.slot.hooks().consumed(own, r)
+        self.send_native(own, &native, msg, len)
     }
 
     /// `recvmsg(2)`, `recvfrom(2)`, `recvmmsg(2)` and kernel receivers.
