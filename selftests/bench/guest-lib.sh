@@ -18,6 +18,8 @@ has_sci_fds() { [ "$(sci_fds "$1")" -ge 1 ]; }
 sci_modes() { cat /proc/"$1"/fdinfo/* 2>/dev/null | sed -n 's/^sci-mode:[[:space:]]*//p' | sort -u | paste -sd/; }
 # sleeps PID: how often PID has gone to sleep (its voluntary context switches).
 sleeps() { awk '/^voluntary_ctxt_switches:/ {print $2}' /proc/"$1"/status; }
+# udp_bound PORT: a UDP socket of this guest (IPv4 or IPv6) is bound to PORT.
+udp_bound() { grep -qi ":$(printf %04X "$1") " /proc/net/udp /proc/net/udp6; }
 # What a guest's UDP servers took. udp_in: the datagrams this guest took over UDP (Udp:
 # InDatagrams); sci_in PID, sci_out PID: the datagrams PID's AF_SCI datagram sockets
 # received and sent over SCI (their fdinfo "sci-datagrams: sent N received M dropped K" lines).

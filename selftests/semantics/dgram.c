@@ -1214,29 +1214,51 @@ static ssize_t recv_pktinfo(int fd, int af, union pktinfo *pi)
 	return n;
 }
 
-/* Sends buf from fd to `to` with the packet information pi (IP_PKTINFO, IPV6_PKTINFO). */
-static void send_pktinfo(int fd, int af, const void *buf, size_t len,
-			 const struct sockaddr_storage *to, const union pktinfo *pi)
+/*
+ * Sends len bytes of buf from fd to `to` with one control message (level, type) of dlen
+ * bytes of data (at most an in6_pktinfo's); returns what sendmsg returned (-1 with errno
+ * set).
+ */
+static ssize_t send_cmsg(int fd, const void *buf, size_t len, const struct sockaddr_storage *to,
+			 int level, int type, const void *data, size_t dlen)
 {
-	size_t size = af == AF_INET ? sizeof(pi->v4) : sizeof(pi->v6);
 	union {
-		char buf[CMSG_SPACE(sizeof(union pktinfo))];
+		char buf[CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = { (void *)buf, len };
 	struct msghdr mh = {
 		.msg_name = (void *)to, .msg_namelen = ss_len(to), .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.buf, .msg_controllen = CMSG_SPACE(size),
+		.msg_control = ctl.buf, .msg_controllen = CMSG_SPACE(dlen),
 	};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	ssize_t n;
 
+	CHECK(CMSG_SPACE(dlen) <= sizeof(ctl), "a control message of %zu bytes", dlen);
 	memset(&ctl, 0, sizeof(ctl));
-	c->cmsg_level = af == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-	c->cmsg_type = af == AF_INET ? IP_PKTINFO : IPV6_PKTINFO;
-	c->cmsg_len = CMSG_LEN(size);
-	memcpy(CMSG_DATA(c), pi, size);
-	n = sendmsg(fd, &mh, 0);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	c->cmsg_len = CMSG_LEN(dlen);
+	memcpy(CMSG_DATA(c), data, dlen);
+	return sendmsg(fd, &mh, 0);
+}
+
+/* Asks fd (of family af) for the packet information of what it receives. */
+static void ask_pktinfo(int fd, int af)
+{
+	if (af == AF_INET)
+		setint(fd, IPPROTO_IP, IP_PKTINFO, 1);
+	else
+		setint(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+}
+
+/* Sends buf from fd to `to` with the packet information pi (IP_PKTINFO, IPV6_PKTINFO). */
+static void send_pktinfo(int fd, int af, const void *buf, size_t len,
+			 const struct sockaddr_storage *to, const union pktinfo *pi)
+{
+	ssize_t n = af == AF_INET
+		? send_cmsg(fd, buf, len, to, IPPROTO_IP, IP_PKTINFO, pi, sizeof(pi->v4))
+		: send_cmsg(fd, buf, len, to, IPPROTO_IPV6, IPV6_PKTINFO, pi, sizeof(pi->v6));
+
 	if (n < 0)
 		FAIL("sendmsg with %s: %s", pktinfo_str(af, pi), ename(errno));
 	EXPECT_EQ(n, len);
@@ -1261,10 +1283,7 @@ static void fabric_pktinfo(int af)
 	int a, b, i;
 
 	dgram_pair(af, &a, &aa, &b, &ba);
-	if (af == AF_INET)
-		setint(a, IPPROTO_IP, IP_PKTINFO, 1);
-	else
-		setint(a, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	ask_pktinfo(a, af);
 	send_to(b, "first", 5, &aa);
 	EXPECT_EQ(recv_pktinfo(a, af, &ref), 5);
 	note("UDP's packet information: %s", pktinfo_str(af, &ref));
@@ -1628,32 +1647,6 @@ void t_dgram_fabric_cmsg_later_drops(void)
 	close(b);
 }
 
-/*
- * Sends len bytes of buf from fd to `to` with one control message (level, type) of dlen
- * bytes of data; returns what sendmsg returned (-1 with errno set).
- */
-static ssize_t send_cmsg(int fd, const void *buf, size_t len, const struct sockaddr_storage *to,
-			 int level, int type, const void *data, size_t dlen)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr mh = {
-		.msg_name = (void *)to, .msg_namelen = ss_len(to), .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = ctl.buf, .msg_controllen = CMSG_SPACE(dlen),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-
-	memset(&ctl, 0, sizeof(ctl));
-	c->cmsg_level = level;
-	c->cmsg_type = type;
-	c->cmsg_len = CMSG_LEN(dlen);
-	memcpy(CMSG_DATA(c), data, dlen);
-	return sendmsg(fd, &mh, 0);
-}
-
 /* Sends with the traffic class tos in a control message: IP_TOS (an int or, with `byte`,
  * one byte) to an IPv4 destination, IPV6_TCLASS (an int) to an IPv6 one. */
 static void send_tos(int fd, const void *buf, size_t len, const struct sockaddr_storage *to,
@@ -1825,10 +1818,7 @@ static void fabric_traffic_class(int af)
 
 	dgram_pair(af, &a, &aa, &b, &ba);
 	ask_tos(a, af);
-	if (af == AF_INET)
-		setint(a, IPPROTO_IP, IP_PKTINFO, 1);
-	else
-		setint(a, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1);
+	ask_pktinfo(a, af);
 	set_tos(b, af, 0x02);
 	send_to(b, "first", 5, &aa);
 	/* (Zeroed: the kernel leaves a message's alignment padding as it finds it.) */
