@@ -78,7 +78,7 @@ selftests: deps $(KERNEL_DEP)
 	else echo "selftests: no stock iscsi_tcp (no $(ISCSI_STOCK_SRC), or iscsi_tcp not a module)"; fi
 	@mkdir -p $(BUILD)
 	cc -O2 -g -Wall -Wextra -Werror -pthread -I $(TOP)/uapi -I $(TOP)/selftests/semantics \
-		-o $(BUILD)/sock_semantics $(TOP)/selftests/semantics/*.c
+		-o $(BUILD)/sock_semantics $(TOP)/selftests/semantics/*.c -luring
 
 test: module tools selftests
 	@KDIR=$(KDIR) $(TOP)/selftests/run-tests

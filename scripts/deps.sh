@@ -7,6 +7,7 @@ BINDGEN_VERSION=0.69.5   # >= 0.65.1 (Linux 6.12's minimum); pinned for reproduc
 packages=(
 	linux-source-6.12 clang lld llvm libclang-dev flex bison bc libelf-dev libssl-dev
 	busybox-static cpio kmod xz-utils make gcc libc6-dev
+	liburing-dev   # selftests: io_uring on the sockets under test (selftests/semantics/uring.c)
 	qemu-system-x86 iproute2 python3 curl sockperf nbd-server nbd-client
 	strace   # tools/ivshmem-server tests: fault injection (delays the server's listen())
 	redis-server redis-tools   # selftests: unmodified epoll programs over SCI between guests

@@ -82,7 +82,8 @@ impl Conn {
     /// clock): the caller kicks the connector kthread, which re-decides.
     ///
     /// Bytes wake readers and space the writers that ran out of room, as TCP's segments
-    /// and ACKs do ([`bell_wakes`]). An implicit connection wakes its datagram socket
+    /// and ACKs do, and the peer's end of stream, close or abort every waiter, as TCP's
+    /// FIN and reset do ([`bell_wakes`]). An implicit connection wakes its datagram socket
     /// only when a datagram came: its state and its credits are nothing the socket
     /// reports (a sender never waits), and a wake while a UDP datagram waits unread would
     /// give an edge-triggered epoll an edge that UDP never gives (the sender's close rings
@@ -94,6 +95,7 @@ impl Conn {
             BellWakes {
                 readable: self.bell.arrived(&self.seg),
                 writers: Writers::None,
+                state: false,
             }
         } else {
             let filled = self.bell.filled(&self.seg);
@@ -103,6 +105,9 @@ impl Conn {
             bell_wakes(before, now, filled)
         };
         let owner = self.owner.lock();
+        if w.state {
+            wake_sk(*owner, Wake::State);
+        }
         if w.readable {
             wake_sk(*owner, Wake::Readable);
         }

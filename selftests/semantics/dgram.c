@@ -8,6 +8,7 @@
  */
 #include "harness.h"
 #include "tests.h"
+#include "dgram.h"
 #include <netinet/udp.h>
 
 /* A plain UDP socket, never rewritten. */
@@ -60,8 +61,7 @@ static ssize_t recv_one(int fd, void *buf, size_t len, int flags, struct sockadd
 	return n;
 }
 
-/* Two sockets under test of af, each bound to its own loopback port. */
-static void dgram_pair(int af, int *a, struct sockaddr_storage *aa, int *b,
+void dgram_pair(int af, int *a, struct sockaddr_storage *aa, int *b,
 		       struct sockaddr_storage *ba)
 {
 	*a = ut_dgram(af);
@@ -814,7 +814,7 @@ void t_dgram_peek_off(void)
  * and then assert that the datagrams took it.
  */
 
-static bool sci_path_expected(void)
+bool sci_path_expected(void)
 {
 	return g_expect_sci && g_expect_mode == SCI_MODE_SCI;
 }
@@ -832,13 +832,7 @@ static int fdinfo_lines(int fd, const char *prefix)
 	return n;
 }
 
-/*
- * Sends datagrams from b to a (each received before the next) until the implicit
- * connection from b to a is up at both ends (SCI_INFO mode sci), when the SCI path is
- * expected: it comes up in the background after the first datagram, which went over
- * UDP. At most 20 s (a loaded host); otherwise one datagram.
- */
-static void await_fabric(int a, int b, const struct sockaddr_storage *aa)
+void await_fabric(int a, int b, const struct sockaddr_storage *aa)
 {
 	double end = now() + 20;
 	char buf[16];
@@ -880,8 +874,7 @@ static void await_sent_over_sci(int a, int b, const struct sockaddr_storage *ba)
 	FAIL("none of %d datagrams went over SCI in 20 s", n);
 }
 
-/* Datagram i of a test run: its length and pattern seed. */
-static size_t nth_len(unsigned i)
+size_t nth_len(unsigned i)
 {
 	return 1 + (i * 97) % 700;
 }

@@ -158,6 +158,11 @@ static const struct test tests[] = {
 	{ "dgram_fabric_dontfrag_v4", t_dgram_fabric_dontfrag_v4, 0, false },
 	{ "dgram_fabric_dontfrag_v6", t_dgram_fabric_dontfrag_v6, 0, false },
 	{ "dgram_fabric_gro", t_dgram_fabric_gro, 0, false },
+	{ "uring_stream", t_uring_stream, 120, false },
+	{ "uring_connect_refused", t_uring_connect_refused, 0, false },
+	{ "uring_poll", t_uring_poll, 0, false },
+	{ "uring_dgram", t_uring_dgram, 0, false },
+	{ "epoll_hangup_only", t_epoll_hangup_only, 0, false },
 	/* TABLE-END */
 };
 

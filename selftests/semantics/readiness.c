@@ -272,6 +272,41 @@ void t_epoll_rdhup(void)
 	close(s);
 }
 
+/*
+ * Watches for the peer's hang-up alone, as a server does while it reads nothing more from
+ * a connection: epoll reports only what a wake-up's events include (or a wake-up that
+ * names none), so the peer's end of stream must wake a watch for EPOLLRDHUP, and its
+ * reset a watch for nothing but EPOLLERR and EPOLLHUP (which every watch has). Over TCP
+ * the FIN and the reset wake every waiter (sk_state_change).
+ */
+void t_epoll_hangup_only(void)
+{
+	struct epoll_event rdhup = { .events = EPOLLRDHUP }, none = { .events = 0 }, out[8];
+	int c, s, n, ep = SYS(epoll_create1(0));
+
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &rdhup));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	SYS(shutdown(c, SHUT_WR));
+	n = epwait(ep, out, 10000);
+	CHECK(n == 1 && out[0].events == EPOLLRDHUP, "peer SHUT_WR, EPOLLRDHUP watched: %d events (%#x)",
+	      n, n > 0 ? out[0].events : 0);
+	close(c);
+	close(s);
+	close(ep);
+
+	ep = SYS(epoll_create1(0));
+	ut_pair(AF_INET, &c, &s);
+	SYS(epoll_ctl(ep, EPOLL_CTL_ADD, s, &none));
+	EXPECT_EQ(epwait(ep, out, 0), 0);
+	hard_close(c);
+	n = epwait(ep, out, 10000);
+	CHECK(n == 1 && out[0].events == (EPOLLERR | EPOLLHUP),
+	      "peer reset, nothing watched: %d events (%#x)", n, n > 0 ? out[0].events : 0);
+	close(s);
+	close(ep);
+}
+
 static int sel(int fd, bool *r, bool *w, int timeout_ms)
 {
 	fd_set rs, ws;

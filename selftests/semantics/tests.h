@@ -24,6 +24,7 @@ void t_epoll_edge(void);
 void t_epoll_rdhup(void);
 void t_epoll_edge_partial(void);
 void t_epoll_edge_space(void);
+void t_epoll_hangup_only(void);
 void t_select(void);
 
 /* recv_flags.c */
@@ -161,5 +162,11 @@ void t_sci_protocols(void);
 void t_sci_info_short(void);
 void t_sci_info_set(void);
 void t_sci_fallback_handover(void);
+
+/* uring.c */
+void t_uring_stream(void);
+void t_uring_connect_refused(void);
+void t_uring_poll(void);
+void t_uring_dgram(void);
 
 #endif /* SOCK_SEMANTICS_TESTS_H */

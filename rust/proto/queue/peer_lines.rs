@@ -11,7 +11,11 @@
 //! (`sk_data_ready`) and freed space writers (`sk_write_space`), not both each time: an
 //! edge-triggered `EPOLLIN` watch is not told of space, and a kernel user's
 //! `write_space` (`iscsi_tcp` queues its transmit work from it) does not run per arrival.
-//! Freed space, as TCP's ACKs, wakes only a writer that ran out of room.
+//! Freed space, as TCP's ACKs, wakes only a writer that ran out of room. News in a flag
+//! word (an end of stream, a close, an abort) also wakes every waiter whatever it watches
+//! (`sk_state_change`), as TCP's FIN and reset do: a watch for `POLLRDHUP`, `EPOLLHUP` or
+//! `EPOLLERR` alone (`io_uring`'s poll, `epoll`) ignores a wake-up whose events it did not
+//! ask for.
 
 use super::{at, Segment};
 use crate::proto::cursor::{F_WANTS_NOTIFY, TOKEN_MASK};
@@ -57,6 +61,8 @@ pub(crate) struct BellWakes {
     pub(crate) readable: bool,
     /// Writers (`sk_write_space`), and which of them.
     pub(crate) writers: Writers,
+    /// Every waiter, whatever events it watches (`sk_state_change`).
+    pub(crate) state: bool,
 }
 
 /// Which writers a doorbell wakes.
@@ -85,7 +91,9 @@ const fn news(flags: u64) -> u64 {
 /// this end posted (a direct receive, which moves no line) since that look.
 ///
 /// Bytes or a fill wake readers, space alone the writers that ran out of room; news in a
-/// flag word wakes both (an end of stream, a close or an abort concerns either side). A
+/// flag word wakes both (an end of stream, a close or an abort concerns either side), and
+/// every other waiter through the state callback, as TCP's `tcp_fin()` and `tcp_reset()`
+/// call `sk_state_change`. A
 /// doorbell that finds nothing changed wakes both: a concurrent look may have taken its
 /// change first; a wake too many is what the socket had before, a wake too few a hang.
 /// A fill is told apart from the lines, since it may come with them: the answer to a
@@ -106,5 +114,6 @@ pub(crate) const fn bell_wakes(before: PeerLines, now: PeerLines, filled: bool) 
         } else {
             Writers::None
         },
+        state: flags,
     }
 }

@@ -77,6 +77,31 @@ fn flags_wake_both_sides() {
 }
 
 #[test]
+fn flags_wake_every_waiter() {
+    // An end of stream, a close or an abort reaches a watch for POLLRDHUP, EPOLLHUP or
+    // EPOLLERR alone (the state callback, as TCP's FIN and reset): io_uring's poll for
+    // POLLRDHUP slept through the peer's close without it (sock_semantics uring_poll).
+    for bit in [F_DONE_WRITING, F_CLOSED, F_ABORT] {
+        for writer in [false, true] {
+            let mut now = BEFORE;
+            if writer {
+                now.writer_flags = flags(5, bit);
+            } else {
+                now.reader_flags = flags(6, bit);
+            }
+            assert!(bell_wakes(BEFORE, now, false).state, "bit {bit:#x}");
+        }
+    }
+    // Bytes, space, a fill, a wait request or nothing seen are no state change.
+    let mut now = BEFORE;
+    now.arrived += 1;
+    now.freed += 1;
+    now.writer_flags = flags(7, F_WANTS_NOTIFY);
+    assert!(!bell_wakes(BEFORE, now, true).state);
+    assert!(!bell_wakes(BEFORE, BEFORE, false).state);
+}
+
+#[test]
 fn wait_requests_are_not_news() {
     // The peer posting or withdrawing a wait request (a new token, the bit) says when to
     // ring it, nothing the socket reports: bytes still wake readers alone, space writers
