@@ -15,6 +15,7 @@ use crate::sys::bindings;
 use crate::sys::errno::{count_result, errno};
 use crate::sys::net::{File, Msg, OptVal};
 use crate::sys::read_actor::ReadActor;
+use crate::sys::zerocopy::ZeroCopyNote;
 use core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
 use core::ptr::{self, NonNull};
 use kernel::error::{to_result, Result};
@@ -224,6 +225,25 @@ impl Native {
             let common = &(*self.sk()).__sk_common;
             (common.skc_reuse(), common.skc_reuseport())
         }
+    }
+
+    /// `SO_ZEROCOPY` as set on this socket.
+    pub(crate) fn zerocopy(&self) -> bool {
+        // SAFETY: `sk` is live; an atomic bit of its flags.
+        unsafe { bindings::sci_sock_zerocopy(self.sk()) }
+    }
+
+    /// Whether its error queue holds something (a zero-copy notification): `MSG_ERRQUEUE`
+    /// reads it here, and `poll` reports `EPOLLERR` for it.
+    pub(crate) fn error_queued(&self) -> bool {
+        // SAFETY: `sk` is live; a lockless look at a queue head, as poll takes.
+        unsafe { bindings::sci_sock_error_queued(self.sk()) }
+    }
+
+    /// The notification of a `MSG_ZEROCOPY` send of `len` bytes of `msg` that an SCI
+    /// connection carries for this socket ([`ZeroCopyNote`]).
+    pub(crate) fn zerocopy_note(&self, msg: Msg, len: usize) -> Result<Option<ZeroCopyNote>> {
+        ZeroCopyNote::take(self.sk(), msg, len)
     }
 
     /// `TCP_NODELAY` and `TCP_CORK` as set on this socket (the AF_SCI socket forwards both

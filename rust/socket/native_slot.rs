@@ -170,6 +170,7 @@ impl NativeSlot {
             let _ = own.set_socket_option(optname, val, len);
             own.set_buffer_sizes(native.buffer_sizes());
             own.set_reuse_flags(native.reuse_flags());
+            own.set_zerocopy(native.zerocopy());
         } else {
             native.set_option(level, optname, val, len)?;
         }

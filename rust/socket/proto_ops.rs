@@ -197,7 +197,7 @@ pub(crate) unsafe fn attach_new<T>(
         (*sk.as_ptr()).sk_protocol = protocol as u16;
         (*sk.as_ptr()).sk_destruct = Some(destruct::<T>);
         (*sock).ops = ops;
-        bindings::sci_set_custom_sockopt(sock);
+        bindings::sci_sock_set_flags(sock);
         match init.__pinned_init(state_slot::<T>(sk.as_ptr())) {
             Ok(()) => OwnSk::from_raw(sk),
             Err(never) => match never {},

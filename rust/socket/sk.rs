@@ -166,6 +166,19 @@ impl OwnSk {
         }
     }
 
+    /// Mirrors `SO_ZEROCOPY`, which the socket layer refuses to set on a socket that is not
+    /// `AF_INET`/`AF_INET6` but reads back from ours.
+    pub(crate) fn set_zerocopy(&self, on: bool) {
+        // SAFETY: live sk; an atomic bit of its flags.
+        unsafe { bindings::sci_sock_set_zerocopy(self.as_ptr(), on) }
+    }
+
+    /// `SO_ZEROCOPY` as mirrored on ours.
+    pub(crate) fn zerocopy(&self) -> bool {
+        // SAFETY: live sk; an atomic bit of its flags.
+        unsafe { bindings::sci_sock_zerocopy(self.as_ptr()) }
+    }
+
     /// Applies a `SOL_SOCKET` option to our own sk, where `getsockopt` reads it.
     pub(crate) fn set_socket_option(&self, optname: c_int, val: OptVal, len: c_uint) -> Result {
         // SAFETY: live sk with its socket (ops run on an attached socket).

@@ -254,7 +254,12 @@ impl SciSock {
             if conn.moving() {
                 return self.poll_moved(own, &conn, file);
             }
-            return conn.poll(self.stack.plane.fabric(), own);
+            let mut mask = conn.poll(self.stack.plane.fabric(), own);
+            // Zero-copy notifications wait in the native socket's error queue.
+            if own.zerocopy() && self.native().error_queued() {
+                mask |= EPOLLERR;
+            }
+            return mask;
         }
         if self.connecting.load(Ordering::Acquire) {
             // As TCP in SYN_SENT: nothing to report until the connect is finished.
@@ -349,7 +354,17 @@ impl SciSock {
         let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
         self.wait_connected(own, &mut own.sndtimeo(nonblock))?;
         if let Some(conn) = self.conn() {
+            let note = if msg_flags(msg) & bindings::MSG_ZEROCOPY != 0 {
+                self.native().zerocopy_note(msg, len)?
+            } else {
+                None
+            };
             let r = self.send_sci(own, &conn, msg, len);
+            if let Some(note) = note {
+                // What went into the ring; the rest of a send the move cut short goes over
+                // TCP below, which notifies of it on its own.
+                note.post(r.as_ref().map_or(0, |&n| n as usize));
+            }
             if matches!(r, Ok(n) if n as usize == len) || !conn.moving() {
                 return r;
             }

@@ -163,6 +163,8 @@ static const struct test tests[] = {
 	{ "uring_poll", t_uring_poll, 0, false },
 	{ "uring_dgram", t_uring_dgram, 0, false },
 	{ "epoll_hangup_only", t_epoll_hangup_only, 0, false },
+	{ "uring_send_zc", t_uring_send_zc, 0, false },
+	{ "msg_zerocopy", t_msg_zerocopy, 0, false },
 	/* TABLE-END */
 };
 

@@ -9,6 +9,7 @@ void t_echo_v6(void);
 void t_large_transfer(void);
 void t_splice(void);
 void t_splice_faulted_write(void);
+void t_msg_zerocopy(void);
 
 /* connect.c */
 void t_nonblock_connect(void);
@@ -168,5 +169,6 @@ void t_uring_stream(void);
 void t_uring_connect_refused(void);
 void t_uring_poll(void);
 void t_uring_dgram(void);
+void t_uring_send_zc(void);
 
 #endif /* SOCK_SEMANTICS_TESTS_H */

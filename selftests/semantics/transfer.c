@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * sock_semantics: data transfer (echo round trips, large bidirectional
- * transfer).
+ * transfer, splice, MSG_ZEROCOPY).
  */
 #include "harness.h"
 #include "tests.h"
+#include <linux/errqueue.h>
 
 static void echo_test(int af)
 {
@@ -296,4 +297,66 @@ void t_splice_faulted_write(void)
 	close(c);
 	close(s);
 	close(l);
+}
+
+/*
+ * The notification of each MSG_ZEROCOPY send (SO_ZEROCOPY): on the error queue, once,
+ * in order, its ids counted from 0 by send, as copied (SO_EE_CODE_ZEROCOPY_COPIED: over
+ * loopback TCP copies too, and an SCI connection's ring is a copy), with POLLERR while
+ * one waits. A program that reuses a buffer only once it is notified (the point of
+ * MSG_ZEROCOPY) waits for every one. Without SO_ZEROCOPY the flag is ignored.
+ */
+void t_msg_zerocopy(void)
+{
+	enum { SENDS = 4, LEN = 3000 };
+	char out[LEN], in[LEN], control[128];
+	struct iovec iov = { in, sizeof(in) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	unsigned next = 0;
+	int c, s, i;
+
+	ut_pair(AF_INET, &c, &s);
+	fill_pattern(out, LEN, 1);
+	EXPECT_EQ(send(c, out, LEN, MSG_ZEROCOPY), LEN);
+	read_exact(s, in, LEN);
+	CHECK(!memcmp(in, out, LEN), "data mismatch without SO_ZEROCOPY");
+	EXPECT_ERR(recvmsg(c, &mh, MSG_ERRQUEUE | MSG_DONTWAIT), EAGAIN);
+
+	setint(c, SOL_SOCKET, SO_ZEROCOPY, 1);
+	EXPECT_EQ(getint(c, SOL_SOCKET, SO_ZEROCOPY), 1);
+	for (i = 0; i < SENDS; i++) {
+		fill_pattern(out, LEN, 10 + i);
+		EXPECT_EQ(send(c, out, LEN, MSG_ZEROCOPY), LEN);
+		read_exact(s, in, LEN);
+		CHECK(!memcmp(in, out, LEN), "data mismatch of zero-copy send %d", i);
+	}
+	/* A send of nothing takes no id, as TCP's. */
+	EXPECT_EQ(send(c, out, 0, MSG_ZEROCOPY), 0);
+	while (next < SENDS) {
+		struct sock_extended_err *ee;
+		struct cmsghdr *cm;
+
+		wait_for(c, POLLERR);
+		mh.msg_control = control;
+		mh.msg_controllen = sizeof(control);
+		SYS(recvmsg(c, &mh, MSG_ERRQUEUE));
+		cm = CMSG_FIRSTHDR(&mh);
+		CHECK(cm && cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR,
+		      "error queue: no IP_RECVERR message");
+		ee = (struct sock_extended_err *)CMSG_DATA(cm);
+		CHECK(ee->ee_errno == 0 && ee->ee_origin == SO_EE_ORIGIN_ZEROCOPY,
+		      "error queue: errno %u origin %u, expected a zero-copy notification",
+		      ee->ee_errno, ee->ee_origin);
+		CHECK(ee->ee_code == SO_EE_CODE_ZEROCOPY_COPIED, "notification code %u", ee->ee_code);
+		CHECK(ee->ee_info == next && ee->ee_data >= next && ee->ee_data < SENDS,
+		      "notification of ids %u to %u, expected from %u (of %d)", ee->ee_info,
+		      ee->ee_data, next, SENDS);
+		next = ee->ee_data + 1;
+	}
+	mh.msg_control = NULL;
+	mh.msg_controllen = 0;
+	EXPECT_ERR(recvmsg(c, &mh, MSG_ERRQUEUE | MSG_DONTWAIT), EAGAIN);
+	CHECK(!(poll1(c, POLLOUT, 0) & POLLERR), "POLLERR with no notification left");
+	close(c);
+	close(s);
 }

@@ -407,3 +407,70 @@ void t_uring_dgram(void)
 	close(a);
 	close(b);
 }
+
+/*
+ * A zero-copy send (IORING_OP_SEND_ZC), from a connected stream socket and to a datagram
+ * socket's peer: the send completes with its length and a notification follows once the
+ * kernel no longer needs the buffer (IORING_CQE_F_NOTIF); the peer receives the bytes.
+ */
+static void send_zc(int from, int to, const struct sockaddr_storage *dest, size_t len,
+		    unsigned seed)
+{
+	char *out = malloc(len), *in = malloc(len);
+	bool sent = false, notified = false;
+	struct io_uring ring;
+	struct io_uring_sqe *sqe;
+
+	CHECK(out && in, "malloc");
+	fill_pattern(out, len, seed);
+	ring_init(&ring, 8);
+	sqe = sqe_of(&ring);
+	io_uring_prep_send_zc(sqe, from, out, len, MSG_NOSIGNAL, 0);
+	if (dest)
+		io_uring_prep_send_set_addr(sqe, (const struct sockaddr *)dest,
+					    sizeof(struct sockaddr_in));
+	while (!sent || !notified) {
+		struct completion cqe = next_cqe(&ring, "the zero-copy send and its notification");
+
+		if (cqe.flags & IORING_CQE_F_NOTIF) {
+			CHECK(sent, "IORING_OP_SEND_ZC: the notification came before the send");
+			notified = true;
+			continue;
+		}
+		CHECK(cqe.res == (int)len, "IORING_OP_SEND_ZC of %zu bytes: %s", len,
+		      cqe.res < 0 ? ename(-cqe.res) : "short");
+		CHECK(cqe.flags & IORING_CQE_F_MORE, "IORING_OP_SEND_ZC: no notification to come");
+		sent = true;
+	}
+	if (dest) {
+		ssize_t n;
+
+		wait_for(to, POLLIN);
+		n = recv(to, in, len, 0);
+		CHECK(n == (ssize_t)len, "recv of the datagram: %zd (%s)", n, n < 0 ? ename(errno) : "");
+	} else {
+		read_exact(to, in, len);
+	}
+	CHECK(!memcmp(in, out, len), "what the zero-copy send sent differs");
+	io_uring_queue_exit(&ring);
+	free(out);
+	free(in);
+}
+
+void t_uring_send_zc(void)
+{
+	struct sockaddr_storage aa, ba;
+	int c, s, a, b;
+
+	ut_pair(AF_INET, &c, &s);
+	/* What the receiver's buffer holds: it reads once the send has completed. */
+	send_zc(c, s, NULL, 48 * 1024, 5);
+	send_zc(s, c, NULL, 100, 6);
+	close(c);
+	close(s);
+	dgram_pair(AF_INET, &a, &aa, &b, &ba);
+	await_fabric(a, b, &aa);
+	send_zc(b, a, &aa, 1200, 7);
+	close(a);
+	close(b);
+}

@@ -172,9 +172,17 @@ void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait
 	sock_poll_wait(file, sock, wait);
 }
 
-void sci_set_custom_sockopt(struct socket *sock)
+/*
+ * SOCK_SUPPORT_ZC: io_uring's IORING_OP_SEND_ZC hands a send a ubuf_info (msg_ubuf) and
+ * posts its notification when the last reference to it goes. A send over SCI copies the
+ * bytes before it returns and takes no reference, so the notification follows the send;
+ * one that goes to the native socket (a fallback, a datagram UDP carries) passes the
+ * ubuf_info on, and TCP or UDP takes it as usual.
+ */
+void sci_sock_set_flags(struct socket *sock)
 {
 	set_bit(SOCK_CUSTOM_SOCKOPT, &sock->flags);
+	set_bit(SOCK_SUPPORT_ZC, &sock->flags);
 }
 
 /* A kernel user (NBD) sets these on the AF_SCI socket; the native socket must obey them. */
@@ -188,6 +196,47 @@ void sci_copy_alloc_flags(struct sock *to, const struct sock *from)
 		to->sk_use_task_frag = from->sk_use_task_frag;
 	if (sock_flag(from, SOCK_MEMALLOC) && !sock_flag(to, SOCK_MEMALLOC))
 		sk_set_memalloc(to);
+}
+
+bool sci_sock_zerocopy(const struct sock *sk)
+{
+	return sock_flag(sk, SOCK_ZEROCOPY);
+}
+
+void sci_sock_set_zerocopy(struct sock *sk, bool on)
+{
+	sock_valbool_flag(sk, SOCK_ZEROCOPY, on);
+}
+
+bool sci_sock_error_queued(const struct sock *sk)
+{
+	return !skb_queue_empty_lockless(&sk->sk_error_queue);
+}
+
+/*
+ * As tcp_sendmsg_locked() takes and gives back a MSG_ZEROCOPY send's notification, for a
+ * send whose bytes are copied (its code SO_EE_CODE_ZEROCOPY_COPIED, as TCP's on loopback):
+ * the bytes are in the ring when the send returns, so the notification goes at once.
+ */
+int sci_zerocopy_begin(struct sock *native, const struct msghdr *msg, size_t len,
+		       struct ubuf_info **uarg)
+{
+	*uarg = NULL;
+	if (!(msg->msg_flags & MSG_ZEROCOPY) || !len || msg->msg_ubuf ||
+	    !sock_flag(native, SOCK_ZEROCOPY))
+		return 0;
+	*uarg = msg_zerocopy_realloc(native, len, NULL);
+	return *uarg ? 0 : -ENOBUFS;
+}
+
+void sci_zerocopy_end(struct ubuf_info *uarg, bool sent)
+{
+	if (!sent) {
+		net_zcopy_put_abort(uarg, true);
+		return;
+	}
+	uarg_to_msgzc(uarg)->zerocopy = 0;
+	net_zcopy_put(uarg);
 }
 
 struct net *sci_sock_net(const struct sock *sk)

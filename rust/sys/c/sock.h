@@ -63,8 +63,28 @@ void sci_sock_orphan(struct sock *sk);
 void sci_sock_graft(struct sock *sk, struct socket *parent);
 int sci_sock_error(struct sock *sk);
 void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait);
-void sci_set_custom_sockopt(struct socket *sock);
+/*
+ * The socket flags of every AF_SCI socket: SOCK_CUSTOM_SOCKOPT (SOL_SOCKET options come to
+ * the family's setsockopt too) and SOCK_SUPPORT_ZC (io_uring's zero-copy send is offered,
+ * as TCP and UDP offer it).
+ */
+void sci_sock_set_flags(struct socket *sock);
 void sci_copy_alloc_flags(struct sock *to, const struct sock *from);
+/* SO_ZEROCOPY: whether sk has it (SOCK_ZEROCOPY), and setting it on ours to mirror it. */
+bool sci_sock_zerocopy(const struct sock *sk);
+void sci_sock_set_zerocopy(struct sock *sk, bool on);
+/* Whether sk's error queue holds something (a zero-copy notification, an ICMP error). */
+bool sci_sock_error_queued(const struct sock *sk);
+/*
+ * MSG_ZEROCOPY on a send over SCI: *uarg gets the notification TCP would post for the
+ * send on `native` (the socket SO_ZEROCOPY was set on and MSG_ERRQUEUE reads), or NULL
+ * when the send asks for none (no MSG_ZEROCOPY, no SO_ZEROCOPY, or io_uring's own
+ * msg_ubuf). -ENOBUFS when it cannot be had, TCP's error then.
+ */
+int sci_zerocopy_begin(struct sock *native, const struct msghdr *msg, size_t len,
+		       struct ubuf_info **uarg);
+/* The send of sci_zerocopy_begin() is over: posted as copied if `sent`, else dropped. */
+void sci_zerocopy_end(struct ubuf_info *uarg, bool sent);
 struct net *sci_sock_net(const struct sock *sk);
 int sci_copy_from_sockptr(void *dst, sockptr_t src, size_t size);
 sockptr_t sci_kernel_sockptr(void *p);
