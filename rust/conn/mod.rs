@@ -81,6 +81,9 @@ pub(crate) trait Caller {
         timeo: &mut c_long,
         ready: impl FnMut() -> Result<bool>,
     ) -> (Result, u32);
+    /// `SO_RCVLOWAT` (at least 1): the bytes a blocking receive waits for, and that poll
+    /// reports readable at, as TCP counts them (`sock_rcvlowat()`, `tcp_epollin_ready()`).
+    fn rcvlowat(&self) -> usize;
     /// The pending error (positive errno or 0), not consumed.
     fn error(&self) -> c_int;
     /// Sets the pending error (positive errno), as TCP does on a reset.

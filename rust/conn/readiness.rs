@@ -25,14 +25,17 @@ impl Conn {
             return 0;
         };
         let mut ring = false;
-        let readable = |rx: &mut Rx| rx.refresh().map(|avail| avail > 0);
+        // Readable at `SO_RCVLOWAT`'s bytes, as TCP's `tcp_epollin_ready()` (an end of
+        // stream counts: `receive_done` below).
+        let lowat = own.rcvlowat() as u64;
+        let readable = |rx: &mut Rx| rx.refresh().map(|avail| avail >= lowat);
         // A poller always leaves a fresh wait request behind, readable or not: the next
         // arrival then rings once, as every TCP segment wakes the socket, so an
         // edge-triggered epoll sees each arrival.
         let mut has_data = readable(rx).unwrap_or(true);
         if let Ok(d) = rx.prepare_wait() {
             ring |= d.notify_peer;
-            has_data |= !d.sleep;
+            has_data |= !d.sleep && (lowat <= 1 || rx.available() >= lowat);
         }
         let peer = peer_of(tx, rx);
         if local.note_reset(peer) {

@@ -292,7 +292,13 @@ impl Conn {
             return Err(EINVAL);
         }
         let peek = flags & bindings::MSG_PEEK != 0;
-        let waitall = flags & bindings::MSG_WAITALL != 0 && !peek;
+        // What a blocking receive waits for, as TCP's `sock_rcvlowat()`: all of it with
+        // `MSG_WAITALL`, else `SO_RCVLOWAT`'s bytes (1 by default) or all asked if fewer.
+        let target = if flags & bindings::MSG_WAITALL != 0 && !peek {
+            len
+        } else {
+            own.rcvlowat().min(len)
+        };
         let iter = msg_iter(msg);
         let mut copied = 0usize;
         let mut timeo = own.rcvtimeo(nonblock);
@@ -337,7 +343,7 @@ impl Conn {
                 }
                 // A pass cut short by its limit goes on with what else is there.
                 let cut = n == pass && pass < left;
-                if copied == len || peek || (!waitall && !cut) {
+                if copied == len || peek || (copied >= target && !cut) {
                     return Ok(copied as c_int);
                 }
                 continue;
@@ -358,7 +364,7 @@ impl Conn {
                 rx.peer()
             };
             let peer = heard(local, w, own);
-            match state::recv_end(*local, peer, copied, len, waitall) {
+            match state::recv_end(*local, peer, copied, len, target) {
                 RecvEnd::Wait => {}
                 RecvEnd::Return(n) => return Ok(n as c_int),
                 RecvEnd::PendingError => {
@@ -422,7 +428,7 @@ impl Conn {
                 if got > 0 {
                     own.received_directly(got);
                     copied += got;
-                    if copied == len || !waitall {
+                    if copied >= target {
                         return Ok(copied as c_int);
                     }
                 }

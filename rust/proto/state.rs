@@ -203,14 +203,15 @@ pub(crate) enum RecvEnd {
     PendingError,
 }
 
-/// A `recv` that copied `copied` bytes of the `len` asked for, with `MSG_WAITALL` or not,
-/// and finds nothing more to read now.
+/// A `recv` that copied `copied` bytes of the `len` asked for, waiting for `target` of
+/// them (all with `MSG_WAITALL`, else `SO_RCVLOWAT`'s, at least 1), and finds nothing
+/// more to read now.
 pub(crate) const fn recv_end(
     local: Local,
     peer: Peer,
     copied: usize,
     len: usize,
-    waitall: bool,
+    target: usize,
 ) -> RecvEnd {
     if peer.abort {
         return if copied > 0 {
@@ -219,7 +220,7 @@ pub(crate) const fn recv_end(
             RecvEnd::PendingError
         };
     }
-    if peer.done_writing || local.rcv_shut || (copied > 0 && !waitall) || len == 0 {
+    if peer.done_writing || local.rcv_shut || (copied > 0 && copied >= target) || len == 0 {
         return RecvEnd::Return(copied);
     }
     RecvEnd::Wait

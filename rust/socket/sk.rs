@@ -166,6 +166,13 @@ impl OwnSk {
         }
     }
 
+    /// `SO_RCVLOWAT` as set on ours (the socket layer sets it there), at least 1.
+    pub(crate) fn rcvlowat(&self) -> usize {
+        // SAFETY: live sk; a racy int read, as `sock_rcvlowat()` takes it.
+        let v = unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_rcvlowat)) };
+        usize::try_from(v).unwrap_or(1).max(1)
+    }
+
     /// Mirrors `SO_ZEROCOPY`, which the socket layer refuses to set on a socket that is not
     /// `AF_INET`/`AF_INET6` but reads back from ours.
     pub(crate) fn set_zerocopy(&self, on: bool) {
@@ -329,6 +336,10 @@ impl Caller for OwnSk {
         ready: impl FnMut() -> Result<bool>,
     ) -> (Result, u32) {
         OwnSk::wait_measured(self, timeo, ready)
+    }
+
+    fn rcvlowat(&self) -> usize {
+        OwnSk::rcvlowat(self)
     }
 
     fn error(&self) -> c_int {

@@ -165,6 +165,7 @@ static const struct test tests[] = {
 	{ "epoll_hangup_only", t_epoll_hangup_only, 0, false },
 	{ "uring_send_zc", t_uring_send_zc, 0, false },
 	{ "msg_zerocopy", t_msg_zerocopy, 0, false },
+	{ "so_rcvlowat", t_so_rcvlowat, 0, false },
 	/* TABLE-END */
 };
 

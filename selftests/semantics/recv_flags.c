@@ -81,6 +81,57 @@ void t_msg_waitall(void)
 	close(s);
 }
 
+/*
+ * SO_RCVLOWAT: poll reports readable, and a blocking recv returns, once that many bytes
+ * are there (or all asked for, if fewer), as TCP counts them; an end of stream or a
+ * timeout ends the wait with what came; MSG_DONTWAIT takes what is there.
+ */
+void t_so_rcvlowat(void)
+{
+	struct slow_sender snd = { .pieces = 3, .size = 40, .delay_ms = 20 };
+	struct timeval tv = { 0, 200 * 1000 };
+	char buf[400];
+	pthread_t th;
+	ssize_t n;
+	int c, s;
+
+	memset(buf, 'x', sizeof(buf));
+	ut_pair(AF_INET, &c, &s);
+	setint(s, SOL_SOCKET, SO_RCVLOWAT, 100);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_RCVLOWAT), 100);
+	write_all(c, buf, 50);
+	wait_inq(s, 50);
+	EXPECT_EQ(poll1(s, POLLIN, 0), 0);
+	write_all(c, buf, 60);
+	wait_inq(s, 110);
+	EXPECT_EQ(poll1(s, POLLIN, 0), POLLIN);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 110);
+	/* Fewer asked for than SO_RCVLOWAT: those. */
+	write_all(c, buf, 30);
+	EXPECT_EQ(recv(s, buf, 20, 0), 20);
+	EXPECT_EQ(recv(s, buf, 20, MSG_DONTWAIT), 10);
+	/* A blocking recv waits for 100 of the 120 bytes sent 40 at a time. */
+	snd.fd = c;
+	CHECK(!pthread_create(&th, NULL, slow_send, &snd), "pthread_create");
+	n = recv(s, buf, sizeof(buf), 0);
+	CHECK(n >= 100 && n <= 120, "recv with SO_RCVLOWAT 100: %zd (%s)", n, n < 0 ? ename(errno) : "");
+	pthread_join(th, NULL);
+	if (n < 120)
+		EXPECT_EQ(recv(s, buf, sizeof(buf), MSG_DONTWAIT), 120 - n);
+	/* The receive timeout ends the wait with what came. */
+	SYS(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	write_all(c, buf, 30);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 30);
+	/* So does the end of stream. */
+	write_all(c, buf, 30);
+	SYS(shutdown(c, SHUT_WR));
+	wait_for(s, POLLIN);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 30);
+	EXPECT_EQ(recv(s, buf, sizeof(buf), 0), 0);
+	close(c);
+	close(s);
+}
+
 void t_msg_dontwait(void)
 {
 	int c, s;

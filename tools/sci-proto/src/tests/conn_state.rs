@@ -90,44 +90,55 @@ fn sends_into_a_finished_connection() {
 }
 
 /// A receive: bytes first; then end of stream, a reset (once), or a wait; `SHUT_RD`
-/// never waits; `MSG_WAITALL` waits for the rest unless the stream ended.
+/// never waits; `MSG_WAITALL` waits for the rest and `SO_RCVLOWAT` for its bytes, unless
+/// the stream ended.
 #[test]
 fn receives_at_the_end() {
     let open = Local::default();
     assert_eq!(
-        state::recv_end(open, Peer::default(), 0, 10, false),
+        state::recv_end(open, Peer::default(), 0, 10, 1),
         RecvEnd::Wait
     );
     assert_eq!(
-        state::recv_end(open, Peer::default(), 4, 10, false),
+        state::recv_end(open, Peer::default(), 4, 10, 1),
         RecvEnd::Return(4)
     );
     assert_eq!(
-        state::recv_end(open, Peer::default(), 4, 10, true),
+        state::recv_end(open, Peer::default(), 4, 10, 10),
         RecvEnd::Wait
     );
     assert_eq!(
-        state::recv_end(open, Peer::default(), 0, 0, false),
+        state::recv_end(open, Peer::default(), 0, 0, 0),
         RecvEnd::Return(0)
     );
+    // SO_RCVLOWAT: a receive waits until it has that many bytes, or the stream ends.
+    assert_eq!(
+        state::recv_end(open, Peer::default(), 4, 10, 6),
+        RecvEnd::Wait
+    );
+    assert_eq!(
+        state::recv_end(open, Peer::default(), 6, 10, 6),
+        RecvEnd::Return(6)
+    );
+    assert_eq!(
+        state::recv_end(open, peer(true, false, false), 4, 10, 6),
+        RecvEnd::Return(4)
+    );
     let eof = peer(true, false, false);
-    assert_eq!(state::recv_end(open, eof, 0, 10, true), RecvEnd::Return(0));
-    assert_eq!(state::recv_end(open, eof, 3, 10, true), RecvEnd::Return(3));
+    assert_eq!(state::recv_end(open, eof, 0, 10, 10), RecvEnd::Return(0));
+    assert_eq!(state::recv_end(open, eof, 3, 10, 10), RecvEnd::Return(3));
     let reset = peer(false, false, true);
     assert_eq!(
-        state::recv_end(open, reset, 0, 10, false),
+        state::recv_end(open, reset, 0, 10, 1),
         RecvEnd::PendingError
     );
-    assert_eq!(
-        state::recv_end(open, reset, 2, 10, true),
-        RecvEnd::Return(2)
-    );
+    assert_eq!(state::recv_end(open, reset, 2, 10, 10), RecvEnd::Return(2));
     let rd_shut = Local {
         rcv_shut: true,
         ..Local::default()
     };
     assert_eq!(
-        state::recv_end(rd_shut, Peer::default(), 0, 10, true),
+        state::recv_end(rd_shut, Peer::default(), 0, 10, 10),
         RecvEnd::Return(0)
     );
 }

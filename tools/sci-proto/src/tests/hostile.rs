@@ -234,7 +234,7 @@ proptest! {
                     let _ = state::tcp_state(local, peer);
                     let _ = state::readiness(local, peer, true, false, false);
                     let _ = state::send_end(&mut local, peer, 0);
-                    let _ = state::recv_end(local, peer, 0, 1, false);
+                    let _ = state::recv_end(local, peer, 0, 1, 1);
                 }
                 Step::Eof => {
                     let r = bounded(&rs, &ts, || q.consumer.at_eof());
