@@ -91,6 +91,16 @@ impl Conn {
         g.rx.as_mut().and_then(|rx| rx.refresh().ok()).unwrap_or(0)
     }
 
+    /// `TCP_INQ`'s hint after a read: the bytes left to read, and one more once the peer
+    /// is done writing, as TCP counts its FIN in `tcp_inq_hint()` (a reader told 0 knows
+    /// that more is to come).
+    pub(crate) fn inq_hint(&self) -> u64 {
+        let mut g = self.inner.lock();
+        g.rx.as_mut().map_or(0, |rx| {
+            rx.refresh().unwrap_or(0) + u64::from(rx.peer().done_writing)
+        })
+    }
+
     /// Bytes written and not yet in the peer's receive queue (`SIOCOUTQ`).
     ///
     /// TCP has two buffers where SCI has one ring: the peer's receive queue and our send

@@ -227,6 +227,12 @@ impl Native {
         }
     }
 
+    /// `TCP_INQ` as set on this socket (the AF_SCI socket forwards it here).
+    pub(crate) fn recvmsg_inq(&self) -> bool {
+        // SAFETY: `sk` is live; a lockless read of one bitfield, as `tcp_recvmsg` takes it.
+        unsafe { bindings::sci_tcp_recvmsg_inq(self.sk()) }
+    }
+
     /// `SO_ZEROCOPY` as set on this socket.
     pub(crate) fn zerocopy(&self) -> bool {
         // SAFETY: `sk` is live; an atomic bit of its flags.

@@ -37,7 +37,10 @@ use crate::socket::sockaddr::{put_name, SockAddr};
 use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
-use crate::sys::net::{put_ioctl_int, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ};
+use crate::sys::net::{
+    msg_has_control, put_ioctl_int, put_tcp_inq, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM,
+    SIOCINQ,
+};
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
@@ -419,6 +422,9 @@ impl SciSock {
                     flags,
                     (nonblock, self.spin()),
                 );
+                if r.is_ok() && msg_has_control(msg) && self.native().recvmsg_inq() {
+                    put_tcp_inq(msg, conn.inq_hint());
+                }
                 return match r {
                     // The ring is empty and the fabric path lost: the rest comes over TCP.
                     Err(e) if e == errno(bindings::ENOTCONN) && conn.moving() => {

@@ -155,6 +155,20 @@ pub(crate) fn set_msg_flags(msg: Msg, flags: u32) {
     unsafe { bindings::sci_msg_set_flags(msg, flags as c_int) }
 }
 
+/// Whether a read's message has room for control messages (`recvmsg` with `msg_control`).
+pub(crate) fn msg_has_control(msg: Msg) -> bool {
+    // SAFETY: the socket layer passes a live message.
+    unsafe { (*msg).msg_controllen > 0 }
+}
+
+/// Puts `TCP_INQ`'s control message, the bytes left to read (`TCP_CM_INQ`), into a read's
+/// message (nothing when it has no room, as `put_cmsg` does).
+pub(crate) fn put_tcp_inq(msg: Msg, inq: u64) {
+    let inq = c_int::try_from(inq).unwrap_or(c_int::MAX);
+    // SAFETY: the socket layer passes a live message; `put_cmsg` checks its room.
+    unsafe { bindings::sci_tcp_put_inq(msg, inq) }
+}
+
 /// Opaque arguments that are passed through to the native socket unchanged.
 pub(crate) type Msg = *mut bindings::msghdr;
 /// A `struct file` of a socket (only ever passed through).

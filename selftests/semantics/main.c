@@ -166,6 +166,7 @@ static const struct test tests[] = {
 	{ "uring_send_zc", t_uring_send_zc, 0, false },
 	{ "msg_zerocopy", t_msg_zerocopy, 0, false },
 	{ "so_rcvlowat", t_so_rcvlowat, 0, false },
+	{ "tcp_inq", t_tcp_inq, 0, false },
 	/* TABLE-END */
 };
 

@@ -132,6 +132,54 @@ void t_so_rcvlowat(void)
 	close(s);
 }
 
+/* A read's TCP_CM_INQ control message (TCP_INQ set): the bytes left to read after it. */
+static int read_inq(int fd, char *buf, size_t len, ssize_t *n)
+{
+	char control[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			     .msg_controllen = sizeof(control) };
+	struct cmsghdr *cm;
+	int inq;
+
+	*n = SYS(recvmsg(fd, &mh, 0));
+	cm = CMSG_FIRSTHDR(&mh);
+	CHECK(cm && cm->cmsg_level == SOL_TCP && cm->cmsg_type == TCP_CM_INQ,
+	      "recvmsg: no TCP_CM_INQ message");
+	memcpy(&inq, CMSG_DATA(cm), sizeof(inq));
+	return inq;
+}
+
+/*
+ * TCP_INQ: each read says how many bytes are left to read after it, one more once the
+ * peer finished writing (TCP counts its FIN), so a reader told 0 knows to wait.
+ */
+void t_tcp_inq(void)
+{
+	char buf[200];
+	ssize_t n;
+	int c, s;
+
+	memset(buf, 'q', sizeof(buf));
+	ut_pair(AF_INET, &c, &s);
+	setint(s, SOL_TCP, TCP_INQ, 1);
+	EXPECT_EQ(getint(s, SOL_TCP, TCP_INQ), 1);
+	write_all(c, buf, 100);
+	wait_inq(s, 100);
+	EXPECT_EQ(read_inq(s, buf, 30, &n), 70);
+	EXPECT_EQ(n, 30);
+	EXPECT_EQ(read_inq(s, buf, sizeof(buf), &n), 0);
+	EXPECT_EQ(n, 70);
+	write_all(c, buf, 50);
+	SYS(shutdown(c, SHUT_WR));
+	wait_for(s, POLLRDHUP);
+	EXPECT_EQ(read_inq(s, buf, 20, &n), 31);
+	EXPECT_EQ(read_inq(s, buf, sizeof(buf), &n), 1);
+	EXPECT_EQ(n, 30);
+	close(c);
+	close(s);
+}
+
 void t_msg_dontwait(void)
 {
 	int c, s;

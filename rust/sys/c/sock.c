@@ -198,6 +198,17 @@ void sci_copy_alloc_flags(struct sock *to, const struct sock *from)
 		sk_set_memalloc(to);
 }
 
+bool sci_tcp_recvmsg_inq(const struct sock *sk)
+{
+	return sk->sk_protocol == IPPROTO_TCP && sk->sk_type == SOCK_STREAM &&
+	       tcp_sk(sk)->recvmsg_inq;
+}
+
+void sci_tcp_put_inq(struct msghdr *msg, int inq)
+{
+	put_cmsg(msg, SOL_TCP, TCP_CM_INQ, sizeof(inq), &inq);
+}
+
 bool sci_sock_zerocopy(const struct sock *sk)
 {
 	return sock_flag(sk, SOCK_ZEROCOPY);

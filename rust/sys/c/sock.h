@@ -70,6 +70,10 @@ void sci_sock_poll_wait(struct file *file, struct socket *sock, poll_table *wait
  */
 void sci_sock_set_flags(struct socket *sock);
 void sci_copy_alloc_flags(struct sock *to, const struct sock *from);
+/* TCP_INQ as set on a TCP sk: a read wants the bytes left with it (TCP_CM_INQ). */
+bool sci_tcp_recvmsg_inq(const struct sock *sk);
+/* Puts TCP_INQ's control message (TCP_CM_INQ, an int) into a read's message. */
+void sci_tcp_put_inq(struct msghdr *msg, int inq);
 /* SO_ZEROCOPY: whether sk has it (SOCK_ZEROCOPY), and setting it on ours to mirror it. */
 bool sci_sock_zerocopy(const struct sock *sk);
 void sci_sock_set_zerocopy(struct sock *sk, bool on);
