@@ -874,6 +874,27 @@ static void await_sent_over_sci(int a, int b, const struct sockaddr_storage *ba)
 	FAIL("none of %d datagrams went over SCI in 20 s", n);
 }
 
+struct sci_counts sci_counts_of(int b, int a)
+{
+	struct sci_counts c = { 0, 0 };
+
+	if (sci_path_expected()) {
+		c.sent = fdinfo_field(b, "sci-datagrams", "sent");
+		c.received = fdinfo_field(a, "sci-datagrams", "received");
+	}
+	return c;
+}
+
+void check_over_sci(int b, int a, struct sci_counts before, long n)
+{
+	struct sci_counts now = sci_counts_of(b, a);
+
+	if (sci_path_expected())
+		CHECK(now.sent - before.sent == n && now.received - before.received == n,
+		      "over SCI: %ld sent, %ld received, of %ld", now.sent - before.sent,
+		      now.received - before.received, n);
+}
+
 size_t nth_len(unsigned i)
 {
 	return 1 + (i * 97) % 700;
@@ -884,16 +905,13 @@ void t_dgram_fabric_path(void)
 	enum { N = 64 };
 	struct sockaddr_storage aa, ba, from;
 	char out[1024], in[1024];
-	long sent0 = 0, recv0 = 0;
+	struct sci_counts before;
 	unsigned i;
 	int a, b;
 
 	dgram_pair(AF_INET, &a, &aa, &b, &ba);
 	await_fabric(a, b, &aa);
-	if (sci_path_expected()) {
-		sent0 = fdinfo_field(b, "sci-datagrams", "sent");
-		recv0 = fdinfo_field(a, "sci-datagrams", "received");
-	}
+	before = sci_counts_of(b, a);
 	/* A burst, then every datagram whole, in order, from b. */
 	for (i = 0; i < N; i++) {
 		fill_pattern(out, nth_len(i), i);
@@ -906,12 +924,7 @@ void t_dgram_fabric_path(void)
 		CHECK(ss_port(&from) == ss_port(&ba), "datagram %u from %s, expected %s", i,
 		      ss_str(&from), ss_str(&ba));
 	}
-	if (sci_path_expected()) {
-		long sent = fdinfo_field(b, "sci-datagrams", "sent") - sent0;
-		long got = fdinfo_field(a, "sci-datagrams", "received") - recv0;
-
-		CHECK(sent == N && got == N, "over SCI: %ld sent, %ld received, of %d", sent, got, N);
-	}
+	check_over_sci(b, a, before, N);
 	/* And back: a's answers to b take their own implicit connection. */
 	await_fabric(b, a, &ba);
 	for (i = 0; i < N; i++) {

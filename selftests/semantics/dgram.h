@@ -18,6 +18,16 @@ bool sci_path_expected(void);
  * UDP. At most 20 s (a loaded host); otherwise one datagram.
  */
 void await_fabric(int a, int b, const struct sockaddr_storage *aa);
+/*
+ * The datagrams sender b sent and receiver a received over SCI (fdinfo), 0 unless the
+ * SCI path is expected.
+ */
+struct sci_counts {
+	long sent, received;
+};
+struct sci_counts sci_counts_of(int b, int a);
+/* When the SCI path is expected: b sent and a received n datagrams over SCI since `before`. */
+void check_over_sci(int b, int a, struct sci_counts before, long n);
 /* Datagram i of a test run: its length (1 to 700 bytes); its pattern seed is i. */
 size_t nth_len(unsigned i);
 

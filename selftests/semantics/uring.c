@@ -349,17 +349,14 @@ void t_uring_dgram(void)
 	enum { N = 48 };
 	struct sockaddr_storage aa, ba, from;
 	char out[1024], in[1024];
+	struct sci_counts before;
 	struct io_uring ring;
-	long sent0 = 0, recv0 = 0;
 	unsigned i;
 	int a, b;
 
 	dgram_pair(AF_INET, &a, &aa, &b, &ba);
 	await_fabric(a, b, &aa);
-	if (sci_path_expected()) {
-		sent0 = fdinfo_field(b, "sci-datagrams", "sent");
-		recv0 = fdinfo_field(a, "sci-datagrams", "received");
-	}
+	before = sci_counts_of(b, a);
 	ring_init(&ring, 8);
 	for (i = 0; i < N; i++) {
 		struct iovec riov = { in, sizeof(in) }, siov = { out, nth_len(i) };
@@ -397,12 +394,7 @@ void t_uring_dgram(void)
 		}
 		EXPECT_EQ(seen, 3);
 	}
-	if (sci_path_expected()) {
-		long sent = fdinfo_field(b, "sci-datagrams", "sent") - sent0;
-		long got = fdinfo_field(a, "sci-datagrams", "received") - recv0;
-
-		CHECK(sent == N && got == N, "over SCI: %ld sent, %ld received, of %d", sent, got, N);
-	}
+	check_over_sci(b, a, before, N);
 	io_uring_queue_exit(&ring);
 	close(a);
 	close(b);
