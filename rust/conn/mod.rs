@@ -84,6 +84,11 @@ pub(crate) trait Caller {
     /// `SO_RCVLOWAT` (at least 1): the bytes a blocking receive waits for, and that poll
     /// reports readable at, as TCP counts them (`sock_rcvlowat()`, `tcp_epollin_ready()`).
     fn rcvlowat(&self) -> usize;
+    /// `SO_PEEK_OFF`: how many unread bytes a `MSG_PEEK` skips (0 when unset).
+    fn peek_offset(&self) -> usize;
+    /// Moves `SO_PEEK_OFF`, when set, as TCP does: forward over `bytes` a peek
+    /// returned, back over `bytes` a read consumed (not below 0).
+    fn peek_offset_moved(&self, peeked: bool, bytes: usize);
     /// The pending error (positive errno or 0), not consumed.
     fn error(&self) -> c_int;
     /// Sets the pending error (positive errno), as TCP does on a reset.

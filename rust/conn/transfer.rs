@@ -262,14 +262,15 @@ impl Conn {
             || rx.as_mut().is_some_and(|rx| rx.peer().abort)
     }
 
-    /// Whether a blocking receive would make progress now: data, end of stream or reset.
-    fn recv_ready(&self) -> bool {
+    /// Whether a blocking receive would make progress now: data past the first `skip`
+    /// bytes (a peek's offset), end of stream or reset.
+    fn recv_ready(&self, skip: usize) -> bool {
         let mut g = self.inner.lock();
         let shut = g.local.rcv_shut || g.moving;
         let Some(rx) = g.rx.as_mut() else {
             return true;
         };
-        if shut || rx.refresh().map_or(true, |avail| avail > 0) {
+        if shut || rx.refresh().map_or(true, |avail| avail > skip as u64) {
             return true;
         }
         let peer = rx.peer();
@@ -292,6 +293,8 @@ impl Conn {
             return Err(EINVAL);
         }
         let peek = flags & bindings::MSG_PEEK != 0;
+        // A peek starts `SO_PEEK_OFF` bytes in, as TCP's: read once, moved per pass.
+        let mut skip = if peek { own.peek_offset() } else { 0 };
         // What a blocking receive waits for, as TCP's `sock_rcvlowat()`: all of it with
         // `MSG_WAITALL`, else `SO_RCVLOWAT`'s bytes (1 by default) or all asked if fewer.
         let target = if flags & bindings::MSG_WAITALL != 0 && !peek {
@@ -321,7 +324,8 @@ impl Conn {
             } else {
                 left.min(pass_limit(rx.params().geometry.size()))
             };
-            let spans = rx.readable().map_err(proto_err)?.truncate(pass);
+            let (_, past) = rx.readable().map_err(proto_err)?.split_at(skip);
+            let spans = past.truncate(pass);
             let n = spans.total();
             if n > 0 {
                 let mut got = 0;
@@ -337,6 +341,8 @@ impl Conn {
                 if ring {
                     self.notify_peer(fabric, peer_id);
                 }
+                own.peek_offset_moved(peek, got);
+                skip += if peek { got } else { 0 };
                 copied += got;
                 if got < n {
                     return partial(copied, EFAULT);
@@ -350,13 +356,20 @@ impl Conn {
             }
             if *moving {
                 // The ring is empty (for now, or for good once frozen): the socket waits
-                // for the move and reads the rest over TCP (`Conn::moving`).
-                return partial(copied, errno(bindings::ENOTCONN));
+                // for the move and reads the rest over TCP (`Conn::moving`). A peek past
+                // what the ring still holds cannot see TCP's bytes until the ring is
+                // read: it says try again.
+                let e = if rx.available() > 0 {
+                    EAGAIN
+                } else {
+                    errno(bindings::ENOTCONN)
+                };
+                return partial(copied, e);
             }
             // Flags first, then the ring once more (`peer_when_empty`), when the ring
             // looked empty; a zero-length read only looks at the flags.
             let w = if copied < len {
-                match rx.peer_when_empty().map_err(proto_err)? {
+                match rx.peer_when_none_past(skip as u64).map_err(proto_err)? {
                     Some(w) => w,
                     None => continue,
                 }
@@ -381,8 +394,8 @@ impl Conn {
                 // came before the request was posted rings no doorbell, and would wake no
                 // edge-triggered epoll: read it now instead of saying EAGAIN.
                 widen_wait_race_for_test();
-                let (ring, came) = match rx.prepare_wait() {
-                    Ok(d) => (d.notify_peer, rx.available() > 0),
+                let (ring, came) = match rx.prepare_wait_past(skip as u64) {
+                    Ok(d) => (d.notify_peer, rx.available() > skip as u64),
                     Err(_) => (false, false),
                 };
                 drop(g);
@@ -395,7 +408,7 @@ impl Conn {
                 return partial(copied, EAGAIN);
             }
             drop(g);
-            if self.spin_first(own, spin, |i| &mut i.spin_recv, || self.recv_ready()) {
+            if self.spin_first(own, spin, |i| &mut i.spin_recv, || self.recv_ready(skip)) {
                 continue;
             }
             // A large buffer may be filled by the writer directly while this waits.
@@ -412,7 +425,7 @@ impl Conn {
                 let Some(rx) = g.rx.as_mut() else {
                     return Ok(true);
                 };
-                let d = rx.prepare_wait().map_err(proto_err)?;
+                let d = rx.prepare_wait_past(skip as u64).map_err(proto_err)?;
                 let peer = rx.peer();
                 drop(g);
                 if d.notify_peer {
@@ -427,6 +440,7 @@ impl Conn {
                 let got = direct::take_back(&self.seg, iter);
                 if got > 0 {
                     own.received_directly(got);
+                    own.peek_offset_moved(false, got);
                     copied += got;
                     if copied >= target {
                         return Ok(copied as c_int);

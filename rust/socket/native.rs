@@ -181,6 +181,18 @@ impl Native {
         unsafe { ptr::read_volatile(ptr::addr_of!((*self.sk()).__sk_common.skc_state)) }
     }
 
+    /// `SO_PEEK_OFF` (-1: unset), which TCP's reads move.
+    pub(crate) fn peek_off(&self) -> i32 {
+        // SAFETY: `sk` is live; a racy int read, as `sk_peek_offset()` takes it.
+        unsafe { ptr::read_volatile(ptr::addr_of!((*self.sk()).sk_peek_off)) }
+    }
+
+    /// Sets `SO_PEEK_OFF` (-1: unset), as `setsockopt` would.
+    pub(crate) fn set_peek_off(&self, off: i32) {
+        // SAFETY: `sk` is live; `sk_set_peek_off` is one `WRITE_ONCE`, TCP's setter.
+        unsafe { bindings::sk_set_peek_off(self.sk(), off) };
+    }
+
     /// Takes the pending socket error (as `sock_error`), as a positive errno or 0.
     pub(crate) fn take_error(&self) -> c_int {
         // SAFETY: `sk` is live; `sock_error` reads and clears `sk_err` atomically.

@@ -173,6 +173,28 @@ impl OwnSk {
         usize::try_from(v).unwrap_or(1).max(1)
     }
 
+    /// `SO_PEEK_OFF` as set on ours (`set_peek_off`): -1 when unset.
+    pub(crate) fn peek_off(&self) -> i32 {
+        // SAFETY: live sk; a racy int read, as `sk_peek_offset()` takes it.
+        unsafe { ptr::read_volatile(ptr::addr_of!((*self.as_ptr()).sk_peek_off)) }
+    }
+
+    /// Sets `SO_PEEK_OFF` on ours (-1: unset), where `getsockopt` reads it.
+    pub(crate) fn set_peek_off(&self, off: i32) {
+        // SAFETY: live sk; `sk_set_peek_off` is one `WRITE_ONCE`.
+        unsafe { bindings::sk_set_peek_off(self.as_ptr(), off) };
+    }
+
+    /// Moves `SO_PEEK_OFF`, when set, by `delta` bytes, not below 0
+    /// (`sk_peek_offset_fwd()`/`sk_peek_offset_bwd()`).
+    fn move_peek_off(&self, delta: i64) {
+        let off = self.peek_off();
+        if off < 0 {
+            return;
+        }
+        self.set_peek_off((i64::from(off) + delta).clamp(0, i64::from(i32::MAX)) as i32);
+    }
+
     /// Mirrors `SO_ZEROCOPY`, which the socket layer refuses to set on a socket that is not
     /// `AF_INET`/`AF_INET6` but reads back from ours.
     pub(crate) fn set_zerocopy(&self, on: bool) {
@@ -340,6 +362,15 @@ impl Caller for OwnSk {
 
     fn rcvlowat(&self) -> usize {
         OwnSk::rcvlowat(self)
+    }
+
+    fn peek_offset(&self) -> usize {
+        usize::try_from(self.peek_off()).unwrap_or(0)
+    }
+
+    fn peek_offset_moved(&self, peeked: bool, bytes: usize) {
+        let bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.move_peek_off(if peeked { bytes } else { -bytes });
     }
 
     fn error(&self) -> c_int {

@@ -439,6 +439,8 @@ impl SciSock {
         self.sync_error(own, &native);
         native.copy_alloc_flags_from(own.as_ptr());
         let r = native.recvmsg(msg, len, flags);
+        // TCP moved its peek offset; `getsockopt` reads ours.
+        own.set_peek_off(native.peek_off());
         self.consumed(own, r)
     }
 

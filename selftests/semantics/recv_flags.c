@@ -180,6 +180,76 @@ void t_tcp_inq(void)
 	close(s);
 }
 
+/*
+ * SO_PEEK_OFF on a stream: each peek starts where the last one ended, a read moves the
+ * offset back by what it consumed, a peek past the queued bytes waits for more (or says
+ * EAGAIN), and -1 turns it off. A program that peeks at an offset (passt, some proxies)
+ * must never see a byte twice or skip one.
+ */
+struct late_sender {
+	int fd, len;
+	unsigned seed;
+};
+
+static void *late_send(void *arg)
+{
+	struct late_sender *ls = arg;
+	char buf[64];
+
+	fill_pattern(buf, ls->len, ls->seed);
+	msleep(50);
+	write_all(ls->fd, buf, ls->len);
+	return NULL;
+}
+
+void t_so_peek_off(void)
+{
+	struct late_sender late = { .len = 50, .seed = 9 };
+	char out[100], more[50], a[200], b[200];
+	pthread_t th;
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), -1);
+	setint(s, SOL_SOCKET, SO_PEEK_OFF, 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 0);
+	fill_pattern(out, sizeof(out), 8);
+	write_all(c, out, sizeof(out));
+	wait_inq(s, 100);
+	EXPECT_EQ(recv(s, a, 30, MSG_PEEK), 30);
+	EXPECT_EQ(recv(s, a + 30, 30, MSG_PEEK), 30);
+	CHECK(!memcmp(a, out, 60), "two peeks at an offset did not walk the stream");
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 60);
+	/* A read consumes from the first unread byte and moves the offset back. */
+	EXPECT_EQ(recv(s, b, 20, 0), 20);
+	CHECK(!memcmp(b, out, 20), "a read with a peek offset did not start at the first byte");
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 40);
+	EXPECT_EQ(inq(s), 80);
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 40);
+	CHECK(!memcmp(a, out + 60, 40), "the peek after a read differs");
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 80);
+	/* Past the end: nothing yet, then a blocking peek waits for the next bytes. */
+	EXPECT_ERR(recv(s, a, sizeof(a), MSG_PEEK | MSG_DONTWAIT), EAGAIN);
+	late.fd = c;
+	CHECK(!pthread_create(&th, NULL, late_send, &late), "pthread_create");
+	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 50);
+	pthread_join(th, NULL);
+	fill_pattern(more, sizeof(more), 9);
+	CHECK(!memcmp(a, more, 50), "the peek that waited differs");
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 130);
+	/* Off again: a peek starts at the first unread byte. */
+	setint(s, SOL_SOCKET, SO_PEEK_OFF, -1);
+	EXPECT_EQ(recv(s, a, 10, MSG_PEEK), 10);
+	CHECK(!memcmp(a, out + 20, 10), "a peek without an offset did not start at the first byte");
+	/* Every byte once, in order. */
+	EXPECT_EQ(recv(s, b, 80, MSG_WAITALL), 80);
+	EXPECT_EQ(recv(s, b + 80, 50, MSG_WAITALL), 50);
+	CHECK(!memcmp(b, out + 20, 80) && !memcmp(b + 80, more, 50), "the bytes read differ");
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), -1);
+	close(c);
+	close(s);
+}
+
 void t_msg_dontwait(void)
 {
 	int c, s;

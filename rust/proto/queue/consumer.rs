@@ -502,8 +502,18 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// writer that finished in between (`recv` returned end of stream with bytes in
     /// the ring).
     pub(crate) fn peer_when_empty(&mut self) -> Result<Option<PeerWriterState>, ProtocolError> {
+        self.peer_when_none_past(0)
+    }
+
+    /// [`peer_when_empty`](Self::peer_when_empty) for a reader that looks past the
+    /// first `skip` bytes (a peek at an offset, `SO_PEEK_OFF`): `None` when bytes
+    /// beyond them arrived meanwhile.
+    pub(crate) fn peer_when_none_past(
+        &mut self,
+        skip: u64,
+    ) -> Result<Option<PeerWriterState>, ProtocolError> {
         let peer = self.peer();
-        if self.refresh()? > 0 {
+        if self.refresh()? > skip {
             return Ok(None);
         }
         Ok(Some(peer))
@@ -545,6 +555,14 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// if [`WaitDecision::notify_peer`]; afterwards call
     /// [`finish_wait`](Self::finish_wait).
     pub(crate) fn prepare_wait(&mut self) -> Result<WaitDecision, ProtocolError> {
+        self.prepare_wait_past(0)
+    }
+
+    /// [`prepare_wait`](Self::prepare_wait) for a reader that waits for a byte past the
+    /// first `skip` (a peek at an offset, `SO_PEEK_OFF`): sleep only if no more than
+    /// `skip` bytes are there. The writer rings once for the request, at its next
+    /// publish; the reader that wakes short of its byte looks again with a new request.
+    pub(crate) fn prepare_wait_past(&mut self, skip: u64) -> Result<WaitDecision, ProtocolError> {
         self.check()?;
         let notify_peer = self.publish()?;
         self.own.token = cursor::next_token(self.own.token);
@@ -554,7 +572,7 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
         let avail = self.refresh()?;
         let p = self.peer;
         Ok(WaitDecision {
-            sleep: avail == 0 && !p.done_writing && !p.abort,
+            sleep: avail <= skip && !p.done_writing && !p.abort,
             notify_peer,
         })
     }

@@ -434,6 +434,9 @@ impl SciSock {
         plane.free_conn(&conn);
         f.stage = None;
         self.fall_back(own, FallbackReason::Failover);
+        // TCP's next byte is the first unread one: the peek offset reads on there (the
+        // native socket kept the value set, which reads over SCI moved since).
+        self.native().set_peek_off(own.peek_off());
         own.set_state(u32::from(self.native().state()));
         drop(f);
         own.wake(Wake::State);
@@ -531,7 +534,9 @@ impl SciSock {
                     self.finish_move_if_drained(own, conn);
                     let native = self.native();
                     native.copy_alloc_flags_from(own.as_ptr());
-                    return native.recvmsg(msg, len, flags);
+                    let r = native.recvmsg(msg, len, flags);
+                    own.set_peek_off(native.peek_off());
+                    return r;
                 }
                 _ if conn.ring_readable() => match from_ring(own) {
                     Err(e) if e == errno(bindings::ENOTCONN) && conn.moving() => {}

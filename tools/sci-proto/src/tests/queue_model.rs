@@ -593,6 +593,44 @@ fn done_flag_after_an_empty_look_is_not_the_end() {
     );
 }
 
+/// A peek at an offset (`SO_PEEK_OFF`) waits for a byte past the bytes it skips: it
+/// sleeps with bytes queued as long as none lies past them, is rung at the writer's next
+/// publish, and the end of stream still ends its wait.
+#[test]
+fn a_peek_past_queued_bytes_waits_for_more() {
+    let mut q = QueuePair::new(8, 3, 500, 64);
+    let spans = q.producer.writable().unwrap().truncate(20);
+    q.rx_seg.copy_into_spans(spans, &stream(6, 0, 20));
+    q.producer.commit(20).unwrap();
+    let d = q.consumer.prepare_wait_past(20).unwrap();
+    assert!(d.sleep, "20 bytes queued, none past the 20 skipped");
+    assert!(!q.consumer.prepare_wait_past(19).unwrap().sleep);
+    assert_eq!(q.consumer.peer_when_none_past(19).unwrap(), None);
+    assert!(q.consumer.peer_when_none_past(20).unwrap().is_some());
+    assert!(q.consumer.prepare_wait_past(20).unwrap().sleep);
+    let spans = q.producer.writable().unwrap().truncate(5);
+    q.rx_seg.copy_into_spans(spans, &stream(6, 20, 5));
+    assert!(
+        q.producer.commit(5).unwrap(),
+        "the writer owes the peeker a doorbell"
+    );
+    q.consumer.finish_wait();
+    assert!(!q.consumer.prepare_wait_past(20).unwrap().sleep);
+    let (_, past) = q.consumer.readable().unwrap().split_at(20);
+    assert_eq!(q.rx_seg.copy_from_spans(past, 5), stream(6, 20, 5));
+    q.consumer.finish_wait();
+    q.producer.set_done_writing().unwrap();
+    assert!(
+        !q.consumer.prepare_wait_past(25).unwrap().sleep,
+        "the end wakes it"
+    );
+    assert!(q
+        .consumer
+        .peer_when_none_past(25)
+        .unwrap()
+        .is_some_and(|p| p.done_writing));
+}
+
 /// `read_sock` lends a kernel reader the ring's own pages; a reader that keeps them after
 /// its actor returned holds the writer off them: the consumer cursor is announced up to
 /// the hold and no further (by `publish`, the wait and the close alike) until it is let go.
