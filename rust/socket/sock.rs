@@ -362,18 +362,17 @@ impl SciSock {
             } else {
                 None
             };
-            let r = self.send_sci(own, &conn, msg, len);
+            let mut r = self.send_sci(own, &conn, msg, len);
+            if !matches!(r, Ok(n) if n as usize == len) && conn.moving() {
+                // The fabric path was lost: the rest goes over TCP once the move is done,
+                // under the same notification.
+                let done = r.map_or(0, |n| n as usize);
+                r = self.send_moved(own, &conn, msg, len, done, note.as_ref());
+            }
             if let Some(note) = note {
-                // What went into the ring; the rest of a send the move cut short goes over
-                // TCP below, which notifies of it on its own.
                 note.post(r.as_ref().map_or(0, |&n| n as usize));
             }
-            if matches!(r, Ok(n) if n as usize == len) || !conn.moving() {
-                return r;
-            }
-            // The fabric path was lost: the rest goes over TCP once the move is done.
-            let done = r.map_or(0, |n| n as usize);
-            return self.send_moved(own, &conn, msg, len, done, nonblock);
+            return r;
         }
         let native = self.native();
         self.hand_over_if_connected(own, &native);

@@ -26,7 +26,22 @@ impl ZeroCopyNote {
         Ok(NonNull::new(uarg).map(Self))
     }
 
-    /// Posts the notification, as copied, if the send sent anything (`sent` bytes).
+    /// Runs `send` with this notification as `msg`'s own (`msg_ubuf`, as `io_uring` lends
+    /// its): TCP then takes references on it for the pages it sends by reference and posts
+    /// no notification of its own, so a send that went partly into a ring and partly over
+    /// TCP (a failover) is told of once, under one id, as TCP tells of every send.
+    pub(crate) fn lend<R>(&self, msg: Msg, send: impl FnOnce() -> R) -> R {
+        // SAFETY: `msg` is the live message of the send this notification was taken for,
+        // whose `msg_ubuf` was empty (`take`); it is emptied again before the send returns.
+        unsafe { (*msg).msg_ubuf = self.0.as_ptr() };
+        let r = send();
+        // SAFETY: as above.
+        unsafe { (*msg).msg_ubuf = ptr::null_mut() };
+        r
+    }
+
+    /// Posts the notification, as copied, if the send sent anything (`sent` bytes). A
+    /// sender the notification was lent to may hold it on: it is posted when they let go.
     pub(crate) fn post(self, sent: usize) {
         let uarg = self.0;
         core::mem::forget(self);

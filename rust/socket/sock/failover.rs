@@ -27,6 +27,7 @@ use crate::control::PendingConnect;
 use crate::proto::resume::{ResumeHeader, RESUME_LEN};
 use crate::socket::join::{JoinPoint, Landing};
 use crate::sys::params::failover_ms;
+use crate::sys::zerocopy::ZeroCopyNote;
 use kernel::time::Ktime;
 
 /// Where a move onto TCP stands.
@@ -455,7 +456,8 @@ impl SciSock {
     }
 
     /// A send that found the connection moving: waits for the move, then sends the rest
-    /// over TCP. `done` bytes already went into the ring.
+    /// over TCP. `done` bytes already went into the ring; `note`, the send's zero-copy
+    /// notification, goes with the rest (TCP posts none of its own).
     pub(super) fn send_moved(
         &self,
         own: &OwnSk,
@@ -463,9 +465,10 @@ impl SciSock {
         msg: Msg,
         len: usize,
         done: usize,
-        nonblock: bool,
+        note: Option<&ZeroCopyNote>,
     ) -> Result<c_int> {
         let partial = |e: Error| if done > 0 { Ok(done as c_int) } else { Err(e) };
+        let nonblock = msg_flags(msg) & bindings::MSG_DONTWAIT != 0;
         let mut timeo = own.sndtimeo(nonblock);
         loop {
             match self.failover_stage() {
@@ -494,7 +497,11 @@ impl SciSock {
         }
         let native = self.native();
         native.copy_alloc_flags_from(own.as_ptr());
-        match native.sendmsg(msg, len - done) {
+        let sent = match note {
+            Some(note) => note.lend(msg, || native.sendmsg(msg, len - done)),
+            None => native.sendmsg(msg, len - done),
+        };
+        match sent {
             Ok(n) => Ok(done as c_int + n),
             Err(e) => partial(e),
         }
