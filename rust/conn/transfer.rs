@@ -293,8 +293,9 @@ impl Conn {
             return Err(EINVAL);
         }
         let peek = flags & bindings::MSG_PEEK != 0;
-        // A peek starts `SO_PEEK_OFF` bytes in, as TCP's: read once, moved per pass.
-        let mut skip = if peek { own.peek_offset() } else { 0 };
+        // A peek starts `SO_PEEK_OFF` bytes in, as TCP's (read once: a peek returns after
+        // its one pass).
+        let skip = if peek { own.peek_offset() } else { 0 };
         // What a blocking receive waits for, as TCP's `sock_rcvlowat()`: all of it with
         // `MSG_WAITALL`, else `SO_RCVLOWAT`'s bytes (1 by default) or all asked if fewer.
         let target = if flags & bindings::MSG_WAITALL != 0 && !peek {
@@ -342,7 +343,6 @@ impl Conn {
                     self.notify_peer(fabric, peer_id);
                 }
                 own.peek_offset_moved(peek, got);
-                skip += if peek { got } else { 0 };
                 copied += got;
                 if got < n {
                     return partial(copied, EFAULT);

@@ -186,25 +186,9 @@ void t_tcp_inq(void)
  * EAGAIN), and -1 turns it off. A program that peeks at an offset (passt, some proxies)
  * must never see a byte twice or skip one.
  */
-struct late_sender {
-	int fd, len;
-	unsigned seed;
-};
-
-static void *late_send(void *arg)
-{
-	struct late_sender *ls = arg;
-	char buf[64];
-
-	fill_pattern(buf, ls->len, ls->seed);
-	msleep(50);
-	write_all(ls->fd, buf, ls->len);
-	return NULL;
-}
-
 void t_so_peek_off(void)
 {
-	struct late_sender late = { .len = 50, .seed = 9 };
+	struct slow_sender late = { .pieces = 1, .size = 50, .delay_ms = 50 };
 	char out[100], more[50], a[200], b[200];
 	pthread_t th;
 	int c, s;
@@ -231,10 +215,10 @@ void t_so_peek_off(void)
 	/* Past the end: nothing yet, then a blocking peek waits for the next bytes. */
 	EXPECT_ERR(recv(s, a, sizeof(a), MSG_PEEK | MSG_DONTWAIT), EAGAIN);
 	late.fd = c;
-	CHECK(!pthread_create(&th, NULL, late_send, &late), "pthread_create");
+	CHECK(!pthread_create(&th, NULL, slow_send, &late), "pthread_create");
 	EXPECT_EQ(recv(s, a, sizeof(a), MSG_PEEK), 50);
 	pthread_join(th, NULL);
-	fill_pattern(more, sizeof(more), 9);
+	fill_pattern(more, sizeof(more), 0);
 	CHECK(!memcmp(a, more, 50), "the peek that waited differs");
 	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PEEK_OFF), 130);
 	/* Off again: a peek starts at the first unread byte. */
