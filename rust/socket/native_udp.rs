@@ -79,6 +79,12 @@ impl Native {
         unsafe { bindings::sci_udp_put_drops(self.sk(), msg) }
     }
 
+    /// Whether datagrams this UDP socket sent are still in this machine: queued for the
+    /// device or handed to it and not yet released (UDP's send queue, as `ss` shows it).
+    pub(crate) fn sends_in_flight(&self) -> bool {
+        self.queues().1 != 0
+    }
+
     /// The receive buffer (`SO_RCVBUF`, as the kernel doubled it): what a sender over SCI
     /// may let wait in each ring of this socket, as UDP bounds its queue by it.
     pub(crate) fn rcvbuf(&self) -> u32 {

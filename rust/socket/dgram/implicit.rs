@@ -21,9 +21,12 @@
 //!   the new end here with no `accept()`; `recvmsg` takes from them and from the native
 //!   socket, and `poll` reports both.
 //!
-//! Ordering: datagrams that went over UDP while the connection was being set up and the
-//! first ones over SCI may arrive in either order, which UDP allows; after that, one path
-//! per destination keeps them in order, which is more than UDP promises.
+//! Ordering: a sender keeps to UDP until the datagrams it sent there while the connection
+//! was being set up have left this machine (unless it floods: `outbound.rs`), and the
+//! receiver reads its native socket first while a new connection settles; one still on
+//! its way between the machines may yet be overtaken by the first over SCI, which UDP
+//! allows. After that, one path per destination keeps them in order, which is more than
+//! UDP promises.
 //!
 //! A connection without a datagram for `dgram_idle_ms` is ended by its sender (the
 //! listener kthread's sweep); the receiver reads what is left in the ring, then lets it

@@ -14,6 +14,7 @@ use crate::control::{Destination, Plane};
 use crate::fabric::NodeId;
 use crate::proto::frame::Frame;
 use crate::proto::record::MAX_PAYLOAD;
+use crate::socket::native::Native;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::{local_ifindex, Msg};
@@ -38,6 +39,10 @@ pub(crate) const fn udp_max_payload(v4: bool) -> usize {
 /// How long an outbound connection waits for the peer node's answer (ms) before the
 /// destination is given up for now (its datagrams went over UDP meanwhile).
 pub(super) const ANSWER_MS: i64 = 1000;
+/// Datagrams sent over UDP to a destination while its connection came up, past which the
+/// first one over SCI no longer waits for them to leave this machine: a sender that sent
+/// that many is flooding, and may keep a busy device's queue full for long.
+const FOLLOW_MAX: u32 = 64;
 
 /// An implicit connection to one destination.
 pub(super) struct Outbound {
@@ -51,6 +56,20 @@ pub(super) struct Outbound {
     pub(super) up: bool,
     /// When it was set up, then when it last carried a datagram (ms).
     pub(super) since_ms: i64,
+    /// Datagrams that went to the destination over UDP while it came up.
+    over_udp: u32,
+}
+
+impl Outbound {
+    /// Whether a datagram to the destination, its connection answered, still goes over
+    /// UDP after those sent there while it came up: while the socket has datagrams in this
+    /// machine (queued for the device or not yet released by it), which the first over
+    /// SCI would overtake on their way out, and a receiver that takes a stream's first
+    /// packet as its start (as RTP's jitter buffers do) would then drop the ones before
+    /// it. Not for a flood ([`FOLLOW_MAX`]), nor past `ANSWER_MS` from the start.
+    fn follows_udp(&self, now: i64, native: &Native) -> bool {
+        self.over_udp < FOLLOW_MAX && now - self.since_ms < ANSWER_MS && native.sends_in_flight()
+    }
 }
 
 /// A datagram to send over an implicit connection: where to, and what its sender's UDP
@@ -109,16 +128,22 @@ impl Endpoint {
             g.out[free] = self.start(stack, own, dest);
             return None;
         };
-        let (up, since_ms) = {
-            let o = g.out[i].as_ref()?;
-            (o.up, o.since_ms)
-        };
         // Once up, the send finds out whether it still is (`Sent::Gone`): no look at the
         // phase (a lock) per datagram.
-        if !up {
-            match g.out[i].as_ref()?.conn.phase() {
-                Phase::Established => own.stats().implicit_connection(),
-                Phase::Connecting if now - since_ms < ANSWER_MS => return None,
+        if !g.out[i].as_ref()?.up {
+            let o = g.out[i].as_mut()?;
+            match o.conn.phase() {
+                Phase::Established if !o.follows_udp(now, &self.native) => {
+                    own.stats().implicit_connection()
+                }
+                Phase::Established => {
+                    o.over_udp = o.over_udp.saturating_add(1);
+                    return None;
+                }
+                Phase::Connecting if now - o.since_ms < ANSWER_MS => {
+                    o.over_udp = o.over_udp.saturating_add(1);
+                    return None;
+                }
                 phase => {
                     if let Some(o) = g.out[i].take() {
                         self.give_up(stack, &o, phase);
@@ -221,6 +246,8 @@ impl Endpoint {
             conn,
             up: false,
             since_ms: now_ms(),
+            // The datagram that started it goes over UDP.
+            over_udp: 1,
         })
     }
 
