@@ -136,11 +136,9 @@ impl Endpoint {
                 Phase::Established if !o.follows_udp(now, &self.native) => {
                     own.stats().implicit_connection()
                 }
-                Phase::Established => {
-                    o.over_udp = o.over_udp.saturating_add(1);
-                    return None;
-                }
-                Phase::Connecting if now - o.since_ms < ANSWER_MS => {
+                // Still waiting for the answer, or answered and following the datagrams
+                // sent meanwhile (which `follows_udp` bounds by `ANSWER_MS` too).
+                Phase::Established | Phase::Connecting if now - o.since_ms < ANSWER_MS => {
                     o.over_udp = o.over_udp.saturating_add(1);
                     return None;
                 }
