@@ -134,6 +134,15 @@ pub(crate) fn widen_wait_race_for_test() {
     unsafe { bindings::sci_test_wait_race() }
 }
 
+/// Test only: the `test_dgram_answer_ms` module parameter, which stands in for the
+/// answer window of an implicit datagram connection when nonzero (ms;
+/// `socket/dgram/implicit/outbound.rs`).
+pub(crate) fn dgram_answer_ms_for_test() -> Option<u32> {
+    // SAFETY: reads a module parameter.
+    let ms = unsafe { bindings::sci_test_dgram_answer_ms() };
+    (ms != 0).then_some(ms)
+}
+
 /// Test only: whether the `test_drop_answers` module parameter asks to drop this connect
 /// answer (it counts down; `selftests/guest/sci_lost_answer.py`).
 pub(crate) fn drop_answer_for_test() -> bool {

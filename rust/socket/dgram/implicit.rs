@@ -55,8 +55,8 @@ use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
+use outbound::{answer_ms, Outbound, Starting};
 pub(crate) use outbound::{udp_max_payload, Outgoing, SourceAsk};
-use outbound::{Outbound, ANSWER_MS};
 
 /// Destinations a socket reaches over SCI at once (others take UDP).
 const MAX_OUT: usize = 16;
@@ -454,6 +454,16 @@ impl Endpoint {
         })
     }
 
+    /// Its outbound connections still starting (fdinfo's `sci-implicit-starting:`).
+    pub(crate) fn starting(&self) -> Result<KVec<Starting>> {
+        let g = self.conns.lock();
+        let mut lines = KVec::new();
+        for s in g.out.iter().flatten().filter_map(Outbound::starting) {
+            lines.push(s, GFP_KERNEL)?;
+        }
+        Ok(lines)
+    }
+
     /// The counters and open connections (`fdinfo`, `SCI_INFO` and the socket dump).
     pub(crate) fn counts(&self) -> DgramInfo {
         let g = self.conns.lock();
@@ -520,7 +530,7 @@ impl DatagramPort for Endpoint {
                 } else {
                     // Not answered in time: the next send finds it over (the give-up
                     // there remembers a refusal; this one does not, for want of the socket).
-                    now - o.since_ms >= ANSWER_MS.max(idle)
+                    now - o.since_ms >= answer_ms().max(idle)
                 }
             });
             if over {

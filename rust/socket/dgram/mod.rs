@@ -606,26 +606,28 @@ impl SocketOps for SciDgram {
     }
 
     /// The lines this socket adds to `/proc/PID/fdinfo/FD` (as a stream socket's, with
-    /// its type), and one `sci-implicit-conn:` line per implicit connection.
+    /// its type), one `sci-implicit-conn:` line per implicit connection, and one
+    /// `sci-implicit-starting:` line per outbound one still starting.
     fn fdinfo(&self) -> Result<CString> {
         let family = self.native().family_name();
         let c = self.counts();
         let (sci, reason) = self.path(&c);
         let (mode, reason) = (if sci { "sci" } else { "native" }, reason.name());
-        let ends = match self.endpoint() {
-            Some(ep) => ep.ends()?,
-            None => KVec::new(),
+        let (ends, starting) = match self.endpoint() {
+            Some(ep) => (ep.ends()?, ep.starting()?),
+            None => (KVec::new(), KVec::new()),
         };
         CString::try_from_fmt(fmt!(
             "sci-mode:\t{mode}\nsci-fallback:\t{reason}\nsci-native-family:\t{family}\n\
              sci-type:\tdgram\nsci-implicit:\tout {} in {}\n\
-             sci-datagrams:\tsent {} received {} dropped {}\n{}",
+             sci-datagrams:\tsent {} received {} dropped {}\n{}{}",
             c.implicit_out,
             c.implicit_in,
             c.sent,
             c.received,
             c.dropped,
-            Lines(&ends)
+            Lines(&ends),
+            Lines(&starting)
         ))
     }
 
@@ -640,7 +642,8 @@ impl SocketOps for SciDgram {
     }
 }
 
-/// Lines one after the other (fdinfo's `sci-implicit-conn:` lines).
+/// Lines one after the other (fdinfo's `sci-implicit-conn:` and `sci-implicit-starting:`
+/// lines).
 struct Lines<'a, T>(&'a [T]);
 
 impl<T: core::fmt::Display> core::fmt::Display for Lines<'_, T> {

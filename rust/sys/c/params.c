@@ -159,6 +159,22 @@ bool sci_test_hold_frames(void)
 }
 
 /*
+ * Test only: how long an implicit connection of a datagram socket waits for its answer,
+ * and once answered keeps following the datagrams it sent over UDP meanwhile (ms; 0: the
+ * module's 1000). A test that holds those datagrams in the device's queue raises it, so
+ * that its own steps, slow under a loaded emulator, stay inside the window
+ * (selftests/pair/pair-sci-guest, check_udp_follow). Root only.
+ */
+static unsigned int test_dgram_answer_ms;
+module_param(test_dgram_answer_ms, uint, 0600);
+MODULE_PARM_DESC(test_dgram_answer_ms, "Test: how long an implicit datagram connection waits for its answer and follows its UDP datagrams (ms; default 0: 1000)");
+
+unsigned int sci_test_dgram_answer_ms(void)
+{
+	return READ_ONCE(test_dgram_answer_ms);
+}
+
+/*
  * Test only: a reader that found its ring empty (or a non-blocking writer that found it
  * full) busy-waits this many microseconds (at most 5000) before it posts its wait
  * request, so that a byte the writer sends (or space the reader frees) meanwhile rings no

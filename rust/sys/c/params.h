@@ -36,6 +36,8 @@ void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test 
 bool sci_take_drop_answer(void);
 /* "test_hold_frames": true while inbound control frames are to be left unserved. Test only. */
 bool sci_test_hold_frames(void);
+/* "test_dgram_answer_ms": an implicit datagram connection's answer window (0: the default). Test only. */
+unsigned int sci_test_dgram_answer_ms(void);
 /* "test_wait_race_us": busy-waits that long before a wait request. Test only. */
 void sci_test_wait_race(void);
 

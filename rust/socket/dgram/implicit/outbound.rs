@@ -18,7 +18,7 @@ use crate::socket::native::Native;
 use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::{local_ifindex, Msg};
-use crate::sys::params::sci_loopback_enabled;
+use crate::sys::params::{dgram_answer_ms_for_test, sci_loopback_enabled};
 use core::ffi::c_int;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -37,8 +37,14 @@ pub(crate) const fn udp_max_payload(v4: bool) -> usize {
     }
 }
 /// How long an outbound connection waits for the peer node's answer (ms) before the
-/// destination is given up for now (its datagrams went over UDP meanwhile).
-pub(super) const ANSWER_MS: i64 = 1000;
+/// destination is given up for now (its datagrams went over UDP meanwhile), and how long
+/// from its start the answered connection follows those datagrams at most.
+const ANSWER_MS: i64 = 1000;
+
+/// [`ANSWER_MS`], or what the `test_dgram_answer_ms` module parameter says instead.
+pub(super) fn answer_ms() -> i64 {
+    dgram_answer_ms_for_test().map_or(ANSWER_MS, i64::from)
+}
 /// Datagrams sent over UDP to a destination while its connection came up, past which the
 /// first one over SCI no longer waits for them to leave this machine: a sender that sent
 /// that many is flooding, and may keep a busy device's queue full for long.
@@ -52,7 +58,9 @@ pub(super) struct Outbound {
     /// a refusal is remembered.
     what: Destination,
     pub(super) conn: Arc<Conn>,
-    /// Answered by the peer's node (else still waiting, until `since_ms + ANSWER_MS`).
+    /// Taken by a datagram: answered by the peer's node, and no longer following the
+    /// datagrams sent over UDP meanwhile (else still starting, until `since_ms +
+    /// answer_ms()`).
     pub(super) up: bool,
     /// When it was set up, then when it last carried a datagram (ms).
     pub(super) since_ms: i64,
@@ -66,9 +74,41 @@ impl Outbound {
     /// machine (queued for the device or not yet released by it), which the first over
     /// SCI would overtake on their way out, and a receiver that takes a stream's first
     /// packet as its start (as RTP's jitter buffers do) would then drop the ones before
-    /// it. Not for a flood ([`FOLLOW_MAX`]), nor past `ANSWER_MS` from the start.
+    /// it. Not for a flood ([`FOLLOW_MAX`]), nor past `answer_ms()` from the start.
     fn follows_udp(&self, now: i64, native: &Native) -> bool {
-        self.over_udp < FOLLOW_MAX && now - self.since_ms < ANSWER_MS && native.sends_in_flight()
+        self.over_udp < FOLLOW_MAX && now - self.since_ms < answer_ms() && native.sends_in_flight()
+    }
+
+    /// What fdinfo says of it while it is still starting (`None` once up).
+    pub(super) fn starting(&self) -> Option<Starting> {
+        (!self.up).then(|| Starting {
+            node: self.what.node,
+            port: self.dest.1,
+            answered: self.conn.phase() == Phase::Established,
+            over_udp: self.over_udp,
+        })
+    }
+}
+
+/// An outbound implicit connection not yet taken by a datagram, as fdinfo names it
+/// (`sci-implicit-starting:`): where it goes, whether the peer's node answered, and how
+/// many datagrams went to its destination over UDP meanwhile. An answered one that is
+/// still starting follows those datagrams (`Outbound::follows_udp`).
+pub(crate) struct Starting {
+    node: NodeId,
+    port: u16,
+    answered: bool,
+    over_udp: u32,
+}
+
+impl core::fmt::Display for Starting {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let state = if self.answered { "answered" } else { "waiting" };
+        writeln!(
+            f,
+            "sci-implicit-starting:\tnode {} port {} {state} over-udp {}",
+            self.node, self.port, self.over_udp
+        )
     }
 }
 
@@ -137,8 +177,8 @@ impl Endpoint {
                     own.stats().implicit_connection()
                 }
                 // Still waiting for the answer, or answered and following the datagrams
-                // sent meanwhile (which `follows_udp` bounds by `ANSWER_MS` too).
-                Phase::Established | Phase::Connecting if now - o.since_ms < ANSWER_MS => {
+                // sent meanwhile (which `follows_udp` bounds by `answer_ms()` too).
+                Phase::Established | Phase::Connecting if now - o.since_ms < answer_ms() => {
                     o.over_udp = o.over_udp.saturating_add(1);
                     return None;
                 }
