@@ -121,14 +121,19 @@ $(BUILD)/futex_pingpong: $(TOP)/selftests/bench/futex_pingpong.c
 # It boots the benchmark kernel (KERNEL_VARIANT=bench: the test kernel without lockdep and
 # the other lock debugging, kernel/bench.config; built once, cached) and builds the module
 # for it; the next make test builds the module for the test kernel again.
-# make bench KERNEL_VARIANT= measures on the test kernel instead.
+# make bench KERNEL_VARIANT= measures on the test kernel instead. Meanwhile
+# selftests/bench/host-load watches what else uses the host's CPU (build/bench-host); its
+# report (build/bench/host-load.txt) and the aims table say whether the run was disturbed.
 .PHONY: bench
 bench: export KERNEL_VARIANT ?= bench
 bench: module tools $(BUILD)/futex_pingpong
-	@KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
-	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
-	echo; BENCH_PAIR_FABRIC=plain KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair --tests pingpong,stream; plain=$$?; \
-	echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-block; block=$$?; \
+	@hl=$(BUILD)/bench-host; rm -rf $$hl; mark() { $(TOP)/selftests/bench/host-load mark $$hl "$$1"; }; \
+	$(TOP)/selftests/bench/host-load watch $$$$ $$hl & watcher=$$!; \
+	mark one-guest; KDIR=$(KDIR) $(TOP)/selftests/bench/bench $(BENCH_ARGS); one=$$?; \
+	mark inter-vm; echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair $(BENCH_PAIR_ARGS); pair=$$?; \
+	mark inter-vm-plain; echo; BENCH_PAIR_FABRIC=plain KDIR=$(KDIR) $(TOP)/selftests/bench/bench-pair --tests pingpong,stream; plain=$$?; \
+	mark block; echo; KDIR=$(KDIR) $(TOP)/selftests/bench/bench-block; block=$$?; \
+	kill $$watcher; wait $$watcher; echo; $(TOP)/selftests/bench/host-load report $$hl $(BUILD)/bench/host-load; \
 	[ $$one = 0 ] || echo "make bench: the single-guest part FAILED (status $$one; its tables are above)"; \
 	[ $$pair = 0 ] || echo "make bench: the inter-VM part FAILED (status $$pair)"; \
 	[ $$plain = 0 ] || echo "make bench: the inter-VM part over ivshmem-plain FAILED (status $$plain)"; \
