@@ -114,6 +114,12 @@ $(BUILD)/futex_pingpong: $(TOP)/selftests/bench/futex_pingpong.c
 	@mkdir -p $(BUILD)
 	cc -O2 -Wall -Wextra -Werror -o $@ $<
 
+# One datagram's send and receive, alone (selftests/bench/dgram_cost.c, run by
+# selftests/bench/dgram-cost; not part of make bench).
+$(BUILD)/dgram_cost: $(TOP)/selftests/bench/dgram_cost.c
+	@mkdir -p $(BUILD)
+	cc -O2 -Wall -Wextra -Werror -o $@ $<
+
 # Not part of `make test`: timings, not pass/fail (Documentation/benchmarks.rst).
 # The single-guest part, then the inter-VM part (selftests/bench/bench-pair); both always run and
 # print their tables, and the target fails when either failed.

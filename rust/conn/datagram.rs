@@ -219,6 +219,12 @@ impl Conn {
             }
         };
         let rec = self.record_at(rx, spans)?;
+        if rx.available() == rec.size as u64 {
+            // The last record the look knew of: whether more came is looked at now, as the
+            // next look would, so that a ring still being written posts no wait request
+            // when this one is taken (`consume`).
+            rx.refresh().map_err(proto_err)?;
+        }
         rx.finish_wait();
         let at = record::place(spans, rec.payload).payload.truncate(len);
         let mut copied = 0;

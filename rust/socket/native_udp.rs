@@ -8,7 +8,8 @@
 
 use crate::socket::native::Native;
 use crate::sys::bindings;
-use crate::sys::net::{c_addr, Msg};
+use crate::sys::net::Msg;
+use core::ffi::c_int;
 
 impl Native {
     /// A UDP socket whose reader asked for control messages (`IP_PKTINFO`, timestamps,
@@ -20,14 +21,24 @@ impl Native {
 
     /// Adds to a datagram received over SCI the control messages this UDP socket's reader
     /// asked for of the IP header, as UDP would give them: the packet information of a
-    /// datagram addressed to `to` (4 bytes: IPv4, else 16), which is also the address a
-    /// reply goes from, sent from this machine (`loopback`) or another; then its traffic
-    /// class `tos`.
+    /// datagram addressed to `to` (a `sockaddr_in` or `sockaddr_in6`), which is also the
+    /// address a reply goes from, sent from this machine (`loopback`) or another; then its
+    /// traffic class `tos`. The helper looks at `to` only when its reader asked for one of
+    /// them: a read takes no time over an address nobody asked for.
     pub(crate) fn put_ip_cmsgs(&self, msg: Msg, to: &[u8], loopback: bool, tos: u8) {
-        let (a, v4) = c_addr(to);
-        // SAFETY: `sk` is live and `msg` is the message being received; `a` holds 16 bytes
-        // and lives across the call; `put_cmsg` checks the caller's room.
-        unsafe { bindings::sci_udp_put_ip_cmsgs(self.sk(), msg, a.as_ptr(), v4, loopback, tos) }
+        // SAFETY: `sk` is live and `msg` is the message being received; `to` holds
+        // `to.len()` bytes across the call, which the helper reads no further than;
+        // `put_cmsg` checks the caller's room.
+        unsafe {
+            bindings::sci_udp_put_ip_cmsgs(
+                self.sk(),
+                msg,
+                to.as_ptr().cast(),
+                to.len() as c_int,
+                loopback,
+                tos,
+            )
+        }
     }
 
     /// A UDP socket that sends each datagram as given (not corked).

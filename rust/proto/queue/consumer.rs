@@ -450,7 +450,18 @@ impl<L: Segment, R: Segment> Consumer<L, R> {
     /// when the ring is empty the drops and the writer's state. Both were loaded before
     /// the cursor that found the ring empty (the drop count here, the flags in
     /// [`refresh`](Self::refresh)), which is the order those two need.
+    ///
+    /// Records an earlier look saw published and not yet read are taken as they are,
+    /// without loading the writer's words again: a reader with a backlog (a flood's) reads
+    /// the shared cursor once per backlog, not once per datagram. Those records were
+    /// published whole and checked when seen; drops and the writer's state matter only
+    /// once they are read.
     pub(crate) fn look(&mut self) -> Result<Look, ProtocolError> {
+        self.check()?;
+        let known = self.available();
+        if known > 0 {
+            return Ok(Look::Readable(self.unread_spans(known)));
+        }
         let word = self.drops_word();
         let avail = self.refresh()?;
         if avail > 0 {

@@ -39,7 +39,7 @@
 mod outbound;
 
 use crate::config::rules::Ip;
-use crate::conn::addr::{Addr, ListenAddr};
+use crate::conn::addr::ListenAddr;
 use crate::conn::{Conn, Ends, Read, Received};
 use crate::control::{DatagramPort, Plane};
 use crate::proto::spin::{SpinHistory, SpinSetting};
@@ -133,13 +133,12 @@ impl core::fmt::Display for ImplicitEnds {
     }
 }
 
-/// A datagram a read took from an implicit connection, and its source.
+/// A datagram a read took from an implicit connection, and the connection: its source
+/// (`peer`), and the address it was sent to (`local`), which with `loopback` (sent from
+/// this machine) is its packet information ([`Native::put_ip_cmsgs`]).
 pub(crate) struct Taken {
     pub(crate) got: Received,
-    pub(crate) from: Addr,
-    /// The address it was sent to, and whether from this machine: its packet
-    /// information ([`Native::put_ip_cmsgs`]).
-    pub(crate) to: Addr,
+    pub(crate) conn: Arc<Conn>,
     pub(crate) loopback: bool,
 }
 impl Endpoint {
@@ -206,9 +205,8 @@ impl Endpoint {
                     }
                     return Ok(Some(Taken {
                         got,
-                        from: conn.peer,
-                        to: conn.local,
                         loopback: plane.within_node(&conn),
+                        conn,
                     }));
                 }
                 // Read empty: what its sender dropped meanwhile counts now; one stopped by

@@ -334,7 +334,8 @@ impl SciDgram {
         let peek = f & bindings::MSG_PEEK != 0;
         let nonblock = f & bindings::MSG_DONTWAIT != 0;
         let plane = self.stack.plane.plane();
-        let mut timeo = own.rcvtimeo(nonblock);
+        // The receive timeout, read once a read finds nothing (most find a datagram).
+        let mut timeo = None;
         let dontwait = (f | bindings::MSG_DONTWAIT) as c_int;
         loop {
             // Datagrams in both places: the native socket's first while a new connection
@@ -362,12 +363,10 @@ impl SciDgram {
                         }
                     }
                 } else if let Some(t) = ep.recv(&plane, own, msg, len, peek)? {
-                    set_msg_name(msg, t.from.as_bytes());
+                    set_msg_name(msg, t.conn.peer.as_bytes());
                     // In UDP's order: the socket level's, then the IP header's.
                     native.put_drops(msg);
-                    if let Some((to, _)) = t.to.ip_port() {
-                        native.put_ip_cmsgs(msg, to.canonical().octets(), t.loopback, t.got.tos);
-                    }
+                    native.put_ip_cmsgs(msg, t.conn.local.as_bytes(), t.loopback, t.got.tos);
                     if t.got.copied < t.got.len {
                         set_msg_flags(msg, bindings::MSG_TRUNC);
                     }
@@ -387,11 +386,12 @@ impl SciDgram {
             if native.readable() {
                 continue;
             }
-            if native.read_shut() && timeo != 0 {
+            let timeo = timeo.get_or_insert_with(|| own.rcvtimeo(nonblock));
+            if native.read_shut() && *timeo != 0 {
                 // After SHUT_RD a blocking read returns at once (UDP says 0).
                 return native.recvmsg(msg, len, flags);
             }
-            if timeo == 0 {
+            if *timeo == 0 {
                 // Not waiting: ask the rings to ring at their next datagram (epoll).
                 ep.any_ready(&plane);
                 return Err(EAGAIN);
@@ -404,7 +404,7 @@ impl SciDgram {
             // there (the read withdraws the request it finds still posted), and only a
             // wake-up that found none posts again before sleeping on.
             let mut woken = false;
-            let (r, wake_us) = own.wait_measured(&mut timeo, || {
+            let (r, wake_us) = own.wait_measured(timeo, || {
                 let rings = (core::mem::replace(&mut woken, true) && ep.any_waiting())
                     || ep.any_ready(&plane);
                 Ok(rings || native.readable() || native.read_shut())

@@ -575,6 +575,15 @@ bool sci_udp_keeps_df(struct sock *sk, bool v4)
 	return !ip_sk_ignore_df(sk);
 }
 
+static bool sci_udp_wants_tclass(struct sock *sk)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	return sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxtclass;
+#else
+	return false;
+#endif
+}
+
 static void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4)
 {
 	if (v4) {
@@ -583,13 +592,11 @@ static void sci_udp_put_tos(struct sock *sk, struct msghdr *msg, u8 tos, bool v4
 			put_cmsg(msg, SOL_IP, IP_TOS, 1, &tos);
 		return;
 	}
-#if IS_ENABLED(CONFIG_IPV6)
-	if (sk->sk_family == AF_INET6 && inet6_sk(sk)->rxopt.bits.rxtclass) {
+	if (sci_udp_wants_tclass(sk)) {
 		int tclass = tos;
 
 		put_cmsg(msg, SOL_IPV6, IPV6_TCLASS, sizeof(tclass), &tclass);
 	}
-#endif
 }
 
 bool sci_udp_readable(struct sock *sk)
@@ -655,9 +662,28 @@ int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback)
 	return ifindex;
 }
 
-void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const void *to, int tolen,
 			  bool loopback, u8 tos)
 {
+	const struct sockaddr_in *sin = to;
+	const __u8 *addr;
+	bool v4;
+
+	/* Nothing asked for (the common case): the address is not even looked at. */
+	if (!sci_udp_wants_pktinfo(sk) && !(inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_TOS) &&
+	    !sci_udp_wants_tclass(sk))
+		return;
+	if (tolen >= (int)sizeof(*sin) && sin->sin_family == AF_INET) {
+		addr = (const __u8 *)&sin->sin_addr;
+		v4 = true;
+	} else if (tolen >= (int)sizeof(struct sockaddr_in6) && sin->sin_family == AF_INET6) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)to)->sin6_addr;
+
+		v4 = ipv6_addr_v4mapped(a6);
+		addr = v4 ? (const __u8 *)&a6->s6_addr32[3] : a6->s6_addr;
+	} else {
+		return;
+	}
 	/* In udp_recvmsg()'s and udpv6_recvmsg()'s order. */
 	if (sci_udp_wants_pktinfo(sk))
 		sci_udp_put_pktinfo(sk, msg, addr, v4,

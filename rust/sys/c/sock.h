@@ -202,7 +202,9 @@ void sci_msg_set_flags(struct msghdr *msg, int flags);
 /*
  * Packet information and traffic class for datagrams over SCI, as UDP gives and takes
  * them. sci_udp_put_ip_cmsgs: the control messages UDP sock sk's reader asked for with a
- * datagram addressed to addr (4 bytes when v4, else 16) with traffic class tos, sent from
+ * datagram addressed to to (a sockaddr_in, or a sockaddr_in6 whose IPv4-mapped address
+ * counts as IPv4; tolen bytes, looked at only when a message is asked for) with traffic
+ * class tos, sent from
  * this machine (loopback) or another: the packet information (IP_PKTINFO,
  * IPV6_RECVPKTINFO: IPV6_PKTINFO, then IP_PKTINFO, in udpv6_recvmsg's order), whose
  * address is also the one a reply is sent from (ipi_spec_dst), as for any unicast
@@ -229,7 +231,7 @@ struct sci_send_control {
 	__u16 gso_size;
 };
 
-void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const __u8 *addr, bool v4,
+void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const void *to, int tolen,
 			  bool loopback, u8 tos);
 int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback);
 int sci_msg_send_control(struct msghdr *msg, struct sci_send_control *ask);

@@ -8,7 +8,7 @@ use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment, CREDIT_B
 use crate::proto::error::ProtocolError;
 use crate::proto::queue::{default_publish_threshold, Look, PeerWriterState};
 use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
-use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_DROPS};
+use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_CURSOR, RX_PROD_DROPS};
 
 /// Puts one record of `data` whole, or returns false (no room, or over the reader's
 /// budget: dropped and counted), as `Conn::send_datagram` does.
@@ -270,6 +270,33 @@ fn one_look_finds_records_or_the_drops_and_the_end() {
         .unwrap_err();
     assert_eq!(drops, 2);
     assert!(peer.done_writing, "{peer:?}");
+}
+
+#[test]
+fn a_look_reads_the_records_it_saw_before_the_writers_words_again() {
+    // A look that saw records reads them without loading the producer's cursor again:
+    // a cursor the writer broke after they were published shows only once they are read.
+    let mut q = QueuePair::new(10, 4, 77, 0);
+    let sent: Vec<_> = (0..3u64).map(|i| stream(i, 0, 200)).collect();
+    for d in &sent {
+        assert!(put(&mut q.producer, &q.rx_seg, d));
+    }
+    assert_eq!(
+        take_or_look(&mut q.consumer, &q.rx_seg).unwrap(),
+        Ok(sent[0].clone())
+    );
+    q.rx_seg.poke(RX_BASE + RX_PROD_CURSOR, u64::MAX);
+    for d in &sent[1..] {
+        assert_eq!(
+            take_or_look(&mut q.consumer, &q.rx_seg).unwrap(),
+            Ok(d.clone())
+        );
+    }
+    assert!(
+        take_or_look(&mut q.consumer, &q.rx_seg).is_err(),
+        "then the broken cursor"
+    );
+    assert!(q.consumer.error().is_some());
 }
 
 #[test]

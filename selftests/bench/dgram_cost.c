@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What one datagram costs to send and to receive, with nothing else in the way: one
+ * process, one CPU, no sleep and no context switch. It sends BATCH datagrams of SIZE
+ * bytes from one socket to another on 127.0.0.1, times the sends, then reads them and
+ * times the reads; ROUNDS times, and prints the median of each per datagram. In a guest
+ * whose clock counts instructions (vm-run's VM_ICOUNT=0: a nanosecond for each one) the
+ * times are instructions, the same in every run: the receive path's own cost, which the
+ * UDP flood's rows measure only through the scheduler (Documentation/benchmarks.rst,
+ * "What a datagram costs"). selftests/bench/dgram-cost runs it plain and under
+ * SCI_DGRAM=1 sci-run.
+ *
+ *   dgram_cost SIZE BATCH ROUNDS
+ *
+ * Under sci-run it first waits for the sender's implicit connection (its fdinfo counts a
+ * datagram sent over SCI), and fails when a measured datagram went over UDP or was
+ * dropped. It prints "send NS recv NS path udp|sci".
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* fdinfo's "sci-datagrams: sent N" of FD, or -1 when FD is no AF_SCI datagram socket. */
+static long long sci_sent(int fd)
+{
+	char path[64], line[256];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "sci-datagrams: sent %lld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	socklen_t tolen = sizeof(to);
+	long long *send_ns, *recv_ns, sent0;
+	int size, batch, rounds, r, i, tx, rx;
+	char *buf;
+
+	if (argc != 4 || (size = atoi(argv[1])) < 1 || size > 65507 ||
+	    (batch = atoi(argv[2])) < 1 || (rounds = atoi(argv[3])) < 1) {
+		fprintf(stderr, "usage: dgram_cost SIZE BATCH ROUNDS\n");
+		return 2;
+	}
+	buf = calloc(1, size);
+	send_ns = calloc(rounds, sizeof(*send_ns));
+	recv_ns = calloc(rounds, sizeof(*recv_ns));
+	if (!buf || !send_ns || !recv_ns)
+		die("dgram_cost: memory");
+	rx = socket(AF_INET, SOCK_DGRAM, 0);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	if (rx < 0 || tx < 0)
+		die("dgram_cost: socket");
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(rx, (struct sockaddr *)&to, sizeof(to)) ||
+	    getsockname(rx, (struct sockaddr *)&to, &tolen))
+		die("dgram_cost: bind");
+
+	/* Under sci-run: one datagram at a time until one went over SCI (the first ones go
+	 * over UDP while the implicit connection comes up). */
+	if (sci_sent(tx) >= 0) {
+		for (i = 0; sci_sent(tx) == 0; i++) {
+			if (i == 20000) {
+				fprintf(stderr, "dgram_cost: no implicit connection after %d datagrams\n", i);
+				return 1;
+			}
+			if (sendto(tx, buf, size, 0, (struct sockaddr *)&to, sizeof(to)) != size ||
+			    recv(rx, buf, size, 0) != size)
+				die("dgram_cost: warm-up");
+			usleep(1000);
+		}
+	}
+	sent0 = sci_sent(tx);
+	for (r = 0; r < rounds; r++) {
+		long long t0 = now_ns(), t1, t2;
+
+		for (i = 0; i < batch; i++)
+			if (sendto(tx, buf, size, 0, (struct sockaddr *)&to, sizeof(to)) != size)
+				die("dgram_cost: sendto");
+		t1 = now_ns();
+		for (i = 0; i < batch; i++) {
+			/* Every datagram is there already: one that is not was dropped. */
+			ssize_t n = recv(rx, buf, size, MSG_DONTWAIT);
+
+			if (n != size) {
+				fprintf(stderr, "dgram_cost: datagram %d of round %d: %s\n", i, r,
+					n < 0 ? strerror(errno) : "short");
+				return 1;
+			}
+		}
+		t2 = now_ns();
+		send_ns[r] = (t1 - t0) / batch;
+		recv_ns[r] = (t2 - t1) / batch;
+	}
+	if (sent0 >= 0 && sci_sent(tx) - sent0 != (long long)batch * rounds) {
+		fprintf(stderr, "dgram_cost: %lld of %lld datagrams went over SCI\n",
+			sci_sent(tx) - sent0, (long long)batch * rounds);
+		return 1;
+	}
+	qsort(send_ns, rounds, sizeof(*send_ns), cmp);
+	qsort(recv_ns, rounds, sizeof(*recv_ns), cmp);
+	printf("send %lld recv %lld path %s\n", send_ns[rounds / 2], recv_ns[rounds / 2],
+	       sent0 >= 0 ? "sci" : "udp");
+	return 0;
+}
