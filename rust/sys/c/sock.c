@@ -665,7 +665,8 @@ int sci_local_ifindex(struct net *net, const __u8 *addr, bool v4, bool loopback)
 void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const void *to, int tolen,
 			  bool loopback, u8 tos)
 {
-	const struct sockaddr_in *sin = to;
+	struct sockaddr_in6 sa = {};	/* to's bytes, aligned */
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)&sa;
 	const __u8 *addr;
 	bool v4;
 
@@ -673,14 +674,15 @@ void sci_udp_put_ip_cmsgs(struct sock *sk, struct msghdr *msg, const void *to, i
 	if (!sci_udp_wants_pktinfo(sk) && !(inet_cmsg_flags(inet_sk(sk)) & IP_CMSG_TOS) &&
 	    !sci_udp_wants_tclass(sk))
 		return;
-	if (tolen >= (int)sizeof(*sin) && sin->sin_family == AF_INET) {
+	if (tolen < (int)sizeof(*sin))
+		return;
+	memcpy(&sa, to, min_t(int, tolen, sizeof(sa)));
+	if (sin->sin_family == AF_INET) {
 		addr = (const __u8 *)&sin->sin_addr;
 		v4 = true;
-	} else if (tolen >= (int)sizeof(struct sockaddr_in6) && sin->sin_family == AF_INET6) {
-		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)to)->sin6_addr;
-
-		v4 = ipv6_addr_v4mapped(a6);
-		addr = v4 ? (const __u8 *)&a6->s6_addr32[3] : a6->s6_addr;
+	} else if (tolen >= (int)sizeof(sa) && sa.sin6_family == AF_INET6) {
+		v4 = ipv6_addr_v4mapped(&sa.sin6_addr);
+		addr = v4 ? (const __u8 *)&sa.sin6_addr.s6_addr32[3] : sa.sin6_addr.s6_addr;
 	} else {
 		return;
 	}
