@@ -208,6 +208,9 @@ impl Conn {
                 over: over(&mut g),
             });
         };
+        // Records an earlier look saw, which this look takes without loading the writer's
+        // cursor again (`Consumer::look`).
+        let known = rx.available() > 0;
         let spans = match rx.look().map_err(proto_err)? {
             Look::Readable(spans) => spans,
             Look::Empty { drops, peer } => {
@@ -219,10 +222,11 @@ impl Conn {
             }
         };
         let rec = self.record_at(rx, spans)?;
-        if rx.available() == rec.size as u64 {
-            // The last record the look knew of: whether more came is looked at now, as the
-            // next look would, so that a ring still being written posts no wait request
-            // when this one is taken (`consume`).
+        if known && rx.available() == rec.size as u64 {
+            // The last record an earlier look knew of: whether more came is looked at now,
+            // as a look that loads the cursor would, so that a ring still being written
+            // posts no wait request when this one is taken (`consume`). A look that just
+            // loaded it needs no second load.
             rx.refresh().map_err(proto_err)?;
         }
         rx.finish_wait();
