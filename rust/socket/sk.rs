@@ -8,7 +8,7 @@
 use crate::conn::Caller;
 use crate::socket::stats::NetStats;
 use crate::sys::bindings;
-use crate::sys::net::OptVal;
+use crate::sys::net::{Msg, OptVal};
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long, c_uint};
 use core::ptr::{self, NonNull};
@@ -228,6 +228,17 @@ impl OwnSk {
     pub(crate) fn rcvtimeo(&self, nonblock: bool) -> c_long {
         // SAFETY: live sk.
         unsafe { bindings::sci_sock_rcvtimeo(self.as_ptr(), nonblock) }
+    }
+
+    /// Puts the receive timestamp a TCP read would carry into a read's message (nothing
+    /// when the socket asked for none: `SO_TIMESTAMP` and its kin, which the socket layer
+    /// sets on this sk). A ring holds no arrival times, so the stamp is the read's: about
+    /// when the bytes arrived for a reader that waited for them, later for bytes that
+    /// waited in the ring.
+    pub(crate) fn put_rx_timestamp(&self, msg: Msg) {
+        // SAFETY: live sk; the socket layer passes a live message, and `put_cmsg` checks
+        // its room.
+        unsafe { bindings::sci_tcp_put_rx_timestamp(self.as_ptr(), msg) }
     }
 
     /// The socket's send timeout (`SO_SNDTIMEO`), 0 when non-blocking, in jiffies.

@@ -421,8 +421,14 @@ impl SciSock {
                     flags,
                     (nonblock, self.spin()),
                 );
-                if r.is_ok() && msg_has_control(msg) && self.native().recvmsg_inq() {
-                    put_tcp_inq(msg, conn.inq_hint());
+                if r.is_ok() && msg_has_control(msg) {
+                    // In TCP's order: the timestamp of bytes read, then `TCP_INQ`'s count.
+                    if r.as_ref().is_ok_and(|n| *n > 0) {
+                        own.put_rx_timestamp(msg);
+                    }
+                    if self.native().recvmsg_inq() {
+                        put_tcp_inq(msg, conn.inq_hint());
+                    }
                 }
                 return match r {
                     // The ring is empty and the fabric path lost: the rest comes over TCP.

@@ -167,6 +167,7 @@ static const struct test tests[] = {
 	{ "msg_zerocopy", t_msg_zerocopy, 0, false },
 	{ "so_rcvlowat", t_so_rcvlowat, 0, false },
 	{ "tcp_inq", t_tcp_inq, 0, false },
+	{ "so_timestamp_stream", t_so_timestamp_stream, 0, false },
 	{ "so_peek_off", t_so_peek_off, 0, false },
 	/* TABLE-END */
 };

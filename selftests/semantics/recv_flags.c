@@ -5,6 +5,10 @@
 #include "harness.h"
 #include "tests.h"
 
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <time.h>
+
 void t_msg_peek(void)
 {
 	char out[100], a[200], b[200];
@@ -176,6 +180,106 @@ void t_tcp_inq(void)
 	EXPECT_EQ(read_inq(s, buf, 20, &n), 31);
 	EXPECT_EQ(read_inq(s, buf, sizeof(buf), &n), 1);
 	EXPECT_EQ(n, 30);
+	close(c);
+	close(s);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/*
+ * Sends `len` bytes from c and reads them at s with room for control messages; returns the
+ * receive timestamp of control message (SOL_SOCKET, type) in ns, 0 if there is none, and
+ * fails if any other SOL_SOCKET timestamp came or the stamp is not between the send and the
+ * read's return (less a microsecond: SO_TIMESTAMP's resolution). `inq`: TCP_INQ is set on
+ * s, and its message must follow the stamp, as TCP puts them.
+ */
+static int64_t read_stamped(int c, int s, int type, bool inq)
+{
+	char buf[64], control[512];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			     .msg_controllen = sizeof(control) };
+	struct cmsghdr *cm;
+	int64_t before, after, stamp = 0;
+	bool stamped = false;
+
+	memset(buf, 't', sizeof(buf));
+	before = now_ns();
+	write_all(c, buf, 10);
+	wait_inq(s, 10);
+	EXPECT_EQ(SYS(recvmsg(s, &mh, 0)), 10);
+	after = now_ns();
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level == SOL_TCP && cm->cmsg_type == TCP_CM_INQ) {
+			CHECK(inq, "a TCP_CM_INQ message without TCP_INQ");
+			CHECK(stamped || type == 0, "TCP_CM_INQ came before the timestamp");
+			inq = false;
+			continue;
+		}
+		CHECK(cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == type && !stamped,
+		      "unexpected control message (level %d, type %d; wanted type %d)",
+		      cm->cmsg_level, cm->cmsg_type, type);
+		stamped = true;
+		if (type == SCM_TIMESTAMP) {
+			struct timeval tv;
+
+			memcpy(&tv, CMSG_DATA(cm), sizeof(tv));
+			stamp = (int64_t)tv.tv_sec * 1000000000 + tv.tv_usec * 1000;
+		} else if (type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+			stamp = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+		} else {
+			struct scm_timestamping tss;
+
+			memcpy(&tss, CMSG_DATA(cm), sizeof(tss));
+			stamp = (int64_t)tss.ts[0].tv_sec * 1000000000 + tss.ts[0].tv_nsec;
+			CHECK(!tss.ts[1].tv_sec && !tss.ts[2].tv_sec,
+			      "SCM_TIMESTAMPING with a hardware stamp");
+		}
+		CHECK(stamp >= before - 1000 && stamp <= after,
+		      "stamp %" PRId64 " ns outside the send (%" PRId64 ") and the read (%" PRId64 ")",
+		      stamp, before, after);
+	}
+	CHECK(!inq, "no TCP_CM_INQ message with TCP_INQ set");
+	CHECK(stamped || type == 0, "no timestamp message (type %d)", type);
+	return stamp;
+}
+
+/*
+ * A stream's receive timestamps: SO_TIMESTAMP, SO_TIMESTAMPNS and SO_TIMESTAMPING's
+ * software stamp each put theirs into a read's control messages (before TCP_INQ's), none
+ * without them. A stamp lies between the send and the read.
+ */
+void t_so_timestamp_stream(void)
+{
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	read_stamped(c, s, 0, false);
+	setint(s, SOL_SOCKET, SO_TIMESTAMP, 1);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TIMESTAMP), 1);
+	read_stamped(c, s, SCM_TIMESTAMP, false);
+	setint(s, SOL_TCP, TCP_INQ, 1);
+	read_stamped(c, s, SCM_TIMESTAMP, true);
+	setint(s, SOL_TCP, TCP_INQ, 0);
+	setint(s, SOL_SOCKET, SO_TIMESTAMPNS, 1);
+	read_stamped(c, s, SCM_TIMESTAMPNS, false);
+	setint(s, SOL_SOCKET, SO_TIMESTAMPNS, 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TIMESTAMP), 0);
+	read_stamped(c, s, 0, false);
+	setint(s, SOL_SOCKET, SO_TIMESTAMPING,
+	       SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE);
+	read_stamped(c, s, SCM_TIMESTAMPING, false);
+	setint(s, SOL_SOCKET, SO_TIMESTAMPING, 0);
+	read_stamped(c, s, 0, false);
 	close(c);
 	close(s);
 }

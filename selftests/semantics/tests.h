@@ -34,6 +34,7 @@ void t_msg_waitall(void);
 void t_msg_dontwait(void);
 void t_so_rcvlowat(void);
 void t_tcp_inq(void);
+void t_so_timestamp_stream(void);
 void t_so_peek_off(void);
 void t_recv_zero_len(void);
 void t_nonblock_recv_accept(void);

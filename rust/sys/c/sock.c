@@ -209,6 +209,55 @@ void sci_tcp_put_inq(struct msghdr *msg, int inq)
 	put_cmsg(msg, SOL_TCP, TCP_CM_INQ, sizeof(inq), &inq);
 }
 
+void sci_tcp_put_rx_timestamp(const struct sock *sk, struct msghdr *msg)
+{
+	u32 tsflags = READ_ONCE(sk->sk_tsflags);
+	bool new_tstamp = sock_flag(sk, SOCK_TSTAMP_NEW);
+	struct scm_timestamping_internal tss = {};
+	struct timespec64 now;
+
+	/* As tcp_recv_timestamp() filters a segment's software stamp. */
+	bool stamping = tsflags & SOF_TIMESTAMPING_SOFTWARE &&
+			(tsflags & SOF_TIMESTAMPING_RX_SOFTWARE ||
+			 !(tsflags & SOF_TIMESTAMPING_OPT_RX_FILTER));
+
+	if (!sock_flag(sk, SOCK_RCVTSTAMP) && !stamping)
+		return;
+	ktime_get_real_ts64(&now);
+	if (sock_flag(sk, SOCK_RCVTSTAMP)) {
+		if (sock_flag(sk, SOCK_RCVTSTAMPNS)) {
+			if (new_tstamp) {
+				struct __kernel_timespec kts = { now.tv_sec, now.tv_nsec };
+
+				put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMPNS_NEW, sizeof(kts), &kts);
+			} else {
+				struct __kernel_old_timespec ts = { now.tv_sec, now.tv_nsec };
+
+				put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMPNS_OLD, sizeof(ts), &ts);
+			}
+		} else {
+			if (new_tstamp) {
+				struct __kernel_sock_timeval stv = { now.tv_sec,
+								     now.tv_nsec / 1000 };
+
+				put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMP_NEW, sizeof(stv), &stv);
+			} else {
+				struct __kernel_old_timeval tv = { now.tv_sec,
+								   now.tv_nsec / 1000 };
+
+				put_cmsg(msg, SOL_SOCKET, SO_TIMESTAMP_OLD, sizeof(tv), &tv);
+			}
+		}
+	}
+	if (!stamping)
+		return;
+	tss.ts[0] = now;
+	if (new_tstamp)
+		put_cmsg_scm_timestamping64(msg, &tss);
+	else
+		put_cmsg_scm_timestamping(msg, &tss);
+}
+
 bool sci_sock_zerocopy(const struct sock *sk)
 {
 	return sock_flag(sk, SOCK_ZEROCOPY);

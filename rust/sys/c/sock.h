@@ -74,6 +74,12 @@ void sci_copy_alloc_flags(struct sock *to, const struct sock *from);
 bool sci_tcp_recvmsg_inq(const struct sock *sk);
 /* Puts TCP_INQ's control message (TCP_CM_INQ, an int) into a read's message. */
 void sci_tcp_put_inq(struct msghdr *msg, int inq);
+/*
+ * Puts the receive timestamp a TCP read of sk would carry (SO_TIMESTAMP, SO_TIMESTAMPNS,
+ * their _NEW forms, SO_TIMESTAMPING's software stamp) into a read's message, stamped now,
+ * or nothing when sk asked for none. tcp_recv_timestamp's rules, which it does not export.
+ */
+void sci_tcp_put_rx_timestamp(const struct sock *sk, struct msghdr *msg);
 /* SO_ZEROCOPY: whether sk has it (SOCK_ZEROCOPY), and setting it on ours to mirror it. */
 bool sci_sock_zerocopy(const struct sock *sk);
 void sci_sock_set_zerocopy(struct sock *sk, bool on);
