@@ -38,8 +38,8 @@ use crate::socket::stack::Stack;
 use crate::sys::bindings;
 use crate::sys::errno::errno;
 use crate::sys::net::{
-    msg_has_control, put_ioctl_int, put_tcp_inq, File, Msg, OptVal, EPOLLERR, EPOLLIN, EPOLLRDNORM,
-    SIOCINQ,
+    msg_has_control, msg_wants_inq, put_ioctl_int, put_tcp_inq, set_msg_inq, File, Msg, OptVal,
+    EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
 };
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
 use crate::sys::wake::Wake;
@@ -421,13 +421,23 @@ impl SciSock {
                     flags,
                     (nonblock, self.spin()),
                 );
-                if r.is_ok() && msg_has_control(msg) {
-                    // In TCP's order: the timestamp of bytes read, then `TCP_INQ`'s count.
-                    if r.as_ref().is_ok_and(|n| *n > 0) {
+                if let Ok(n) = r {
+                    // What TCP adds to a read, in its order: the timestamp of the bytes read,
+                    // then the bytes left, as `TCP_INQ`'s message and for io_uring.
+                    let control = msg_has_control(msg);
+                    if control && n > 0 {
                         own.put_rx_timestamp(msg);
                     }
-                    if self.native().recvmsg_inq() {
-                        put_tcp_inq(msg, conn.inq_hint());
+                    let cm_inq = control && self.native().recvmsg_inq();
+                    let wants_inq = msg_wants_inq(msg);
+                    if cm_inq || wants_inq {
+                        let inq = conn.inq_hint();
+                        if cm_inq {
+                            put_tcp_inq(msg, inq);
+                        }
+                        if wants_inq {
+                            set_msg_inq(msg, inq);
+                        }
                     }
                 }
                 return match r {

@@ -161,6 +161,21 @@ pub(crate) fn msg_has_control(msg: Msg) -> bool {
     unsafe { (*msg).msg_controllen > 0 }
 }
 
+/// Whether a read's caller wants the bytes left after it in the message (`msg_inq`), as
+/// io_uring's receives do (`IORING_CQE_F_SOCK_NONEMPTY`, and whether a multishot receive
+/// tries again at once).
+pub(crate) fn msg_wants_inq(msg: Msg) -> bool {
+    // SAFETY: the socket layer passes a live message.
+    unsafe { (*msg).msg_get_inq() }
+}
+
+/// Tells a read's caller that wants it ([`msg_wants_inq`]) how many bytes are left.
+pub(crate) fn set_msg_inq(msg: Msg, inq: u64) {
+    let inq = c_int::try_from(inq).unwrap_or(c_int::MAX);
+    // SAFETY: the socket layer passes a live message.
+    unsafe { (*msg).msg_inq = inq }
+}
+
 /// Puts `TCP_INQ`'s control message, the bytes left to read (`TCP_CM_INQ`), into a read's
 /// message (nothing when it has no room, as `put_cmsg` does).
 pub(crate) fn put_tcp_inq(msg: Msg, inq: u64) {

@@ -161,6 +161,7 @@ static const struct test tests[] = {
 	{ "uring_stream", t_uring_stream, 120, false },
 	{ "uring_connect_refused", t_uring_connect_refused, 0, false },
 	{ "uring_poll", t_uring_poll, 0, false },
+	{ "uring_recv_nonempty", t_uring_recv_nonempty, 0, false },
 	{ "uring_dgram", t_uring_dgram, 0, false },
 	{ "epoll_hangup_only", t_epoll_hangup_only, 0, false },
 	{ "uring_send_zc", t_uring_send_zc, 0, false },

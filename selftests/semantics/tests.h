@@ -172,6 +172,7 @@ void t_sci_fallback_handover(void);
 void t_uring_stream(void);
 void t_uring_connect_refused(void);
 void t_uring_poll(void);
+void t_uring_recv_nonempty(void);
 void t_uring_dgram(void);
 void t_uring_send_zc(void);
 

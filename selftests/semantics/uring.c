@@ -339,6 +339,39 @@ void t_uring_poll(void)
 }
 
 /*
+ * IORING_OP_RECV says whether bytes are left after it (IORING_CQE_F_SOCK_NONEMPTY, from
+ * the count TCP reports to io_uring): set after a read that left some, clear after one
+ * that took them all. Servers that read again at once only when it is set depend on it,
+ * and a multishot receive, told nothing, tries again before it waits.
+ */
+void t_uring_recv_nonempty(void)
+{
+	struct completion cqe;
+	struct io_uring ring;
+	char buf[200];
+	int c, s;
+
+	ut_pair(AF_INET, &c, &s);
+	ring_init(&ring, 8);
+	memset(buf, 'n', sizeof(buf));
+	write_all(c, buf, 100);
+	wait_inq(s, 100);
+	io_uring_prep_recv(sqe_of(&ring), s, buf, 30, 0);
+	cqe = next_cqe(&ring, "a read of 30 of 100 bytes");
+	CHECK(cqe.res == 30, "IORING_OP_RECV: %d, expected 30", cqe.res);
+	CHECK(cqe.flags & IORING_CQE_F_SOCK_NONEMPTY,
+	      "no IORING_CQE_F_SOCK_NONEMPTY with 70 bytes left (flags %#x)", cqe.flags);
+	io_uring_prep_recv(sqe_of(&ring), s, buf, sizeof(buf), 0);
+	cqe = next_cqe(&ring, "a read of the other 70");
+	CHECK(cqe.res == 70, "IORING_OP_RECV: %d, expected 70", cqe.res);
+	CHECK(!(cqe.flags & IORING_CQE_F_SOCK_NONEMPTY),
+	      "IORING_CQE_F_SOCK_NONEMPTY with no bytes left (flags %#x)", cqe.flags);
+	io_uring_queue_exit(&ring);
+	close(c);
+	close(s);
+}
+
+/*
  * Datagrams through io_uring: a receive posted before its datagram (IORING_OP_RECVMSG,
  * which waits on the socket's poll) completes with it, whole, from the sender's address,
  * one datagram a receive, each sent with IORING_OP_SENDMSG; over SCI when the SCI path
