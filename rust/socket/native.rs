@@ -275,15 +275,17 @@ impl Native {
         }
     }
 
-    /// Takes `TCP_NODELAY` from `listener`, as a TCP socket accepted there would.
-    pub(crate) fn inherit_nodelay(&self, listener: &Native) {
-        // SAFETY: both sockets are live; process context (the setter locks the socket).
-        unsafe { bindings::sci_tcp_inherit_nodelay(self.sk(), listener.sk()) }
+    /// Takes the options of `listener`, as a TCP socket accepted there has them
+    /// (timeouts, linger, keepalive, buffer sizes set by hand, timestamps, `TCP_NODELAY`,
+    /// ...: `sci_tcp_accept_options`): the native socket of a socket accepted over SCI.
+    pub(crate) fn accept_options(&self, listener: &Native) {
+        // SAFETY: both sockets are live; process context (the helper locks `self`).
+        unsafe { bindings::sci_tcp_accept_options(self.sk(), listener.sk()) }
     }
 
     /// Takes the options set on `old`, the TCP socket this one replaces under a
     /// connection that moved onto it (timeouts, linger, keepalive, buffer sizes set by
-    /// hand, `TCP_NODELAY`, ...: `sci_tcp_inherit_options`).
+    /// hand, timestamps, `TCP_NODELAY`, ...: `sci_tcp_inherit_options`).
     pub(crate) fn inherit_options(&self, old: &Native) {
         // SAFETY: both sockets are live; process context (the helper locks `self`).
         unsafe { bindings::sci_tcp_inherit_options(self.sk(), old.sk()) }

@@ -241,6 +241,14 @@ impl OwnSk {
         unsafe { bindings::sci_tcp_put_rx_timestamp(self.as_ptr(), msg) }
     }
 
+    /// Takes the socket-level options set on `listener` (timeouts, linger, keepalive,
+    /// buffer sizes set by hand, timestamps, ...: `sci_sock_inherit_options`), as a TCP
+    /// socket accepted on it has them.
+    pub(crate) fn inherit_options(&self, listener: &OwnSk) {
+        // SAFETY: both socks are live; process context (the helper locks `self`).
+        unsafe { bindings::sci_sock_inherit_options(self.as_ptr(), listener.as_ptr()) }
+    }
+
     /// The socket's send timeout (`SO_SNDTIMEO`), 0 when non-blocking, in jiffies.
     pub(crate) fn sndtimeo(&self, nonblock: bool) -> c_long {
         // SAFETY: live sk.

@@ -62,6 +62,7 @@ static const struct test tests[] = {
 	{ "sockopt_tcp_info", t_sockopt_tcp_info, 0, false },
 	{ "sockopt_keepalive", t_sockopt_keepalive, 0, false },
 	{ "sockopt_socket", t_sockopt_socket, 0, false },
+	{ "accept_inherits_options", t_accept_inherits_options, 0, false },
 	{ "fork_inherit", t_fork_inherit, 0, false },
 	{ "dup_after_close", t_dup, 0, false },
 	{ "many_concurrent", t_many_concurrent, 60, false },

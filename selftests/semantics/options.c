@@ -190,3 +190,83 @@ void t_sockopt_socket(void)
 	close(s);
 	close(l);
 }
+
+/*
+ * An accepted socket has its listener's options, as TCP copies the listener's sock: the
+ * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
+ * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY) and TCP's (TCP_NODELAY, the
+ * keepalive timing, TCP_USER_TIMEOUT), and its calls follow them. Servers set them once,
+ * on the listener: an accepted socket that lost its receive timeout would leave a server
+ * blocked for good.
+ */
+void t_accept_inherits_options(void)
+{
+	struct timeval tv = { 1, 250000 }, got, want;
+	struct linger lg = { 1, 7 };
+	struct timespec t0, t1;
+	uint16_t port = 0;
+	int l = ut_listener(AF_INET, &port, 4), c, s;
+	socklen_t len;
+	double waited;
+	char buf[4];
+
+	SYS(setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	tv.tv_sec = 2;
+	SYS(setsockopt(l, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	SYS(setsockopt(l, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	setint(l, SOL_SOCKET, SO_RCVLOWAT, 3);
+	setint(l, SOL_SOCKET, SO_KEEPALIVE, 1);
+	setint(l, SOL_SOCKET, SO_OOBINLINE, 1);
+	setint(l, SOL_SOCKET, SO_PRIORITY, 5);
+	setint(l, SOL_SOCKET, SO_RCVBUF, 32768);
+	setint(l, SOL_SOCKET, SO_SNDBUF, 32768);
+	setint(l, SOL_SOCKET, SO_TIMESTAMPNS, 1);
+	setint(l, IPPROTO_TCP, TCP_NODELAY, 1);
+	setint(l, IPPROTO_TCP, TCP_KEEPIDLE, 77);
+	setint(l, IPPROTO_TCP, TCP_KEEPINTVL, 11);
+	setint(l, IPPROTO_TCP, TCP_KEEPCNT, 3);
+	setint(l, IPPROTO_TCP, TCP_USER_TIMEOUT, 4321);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+
+	/* The timeouts as the listener reports them (in jiffies: 1.252 s where HZ is 250). */
+	len = sizeof(got);
+	SYS(getsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &want, &len));
+	SYS(getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	CHECK(got.tv_sec == want.tv_sec && got.tv_usec == want.tv_usec && want.tv_sec == 1,
+	      "SO_RCVTIMEO %ld.%06ld, the listener's %ld.%06ld", (long)got.tv_sec,
+	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
+	SYS(getsockopt(l, SOL_SOCKET, SO_SNDTIMEO, &want, &len));
+	SYS(getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
+	CHECK(got.tv_sec == want.tv_sec && got.tv_usec == want.tv_usec && want.tv_sec == 2,
+	      "SO_SNDTIMEO %ld.%06ld, the listener's %ld.%06ld", (long)got.tv_sec,
+	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
+	memset(&lg, 0, sizeof(lg));
+	len = sizeof(lg);
+	SYS(getsockopt(s, SOL_SOCKET, SO_LINGER, &lg, &len));
+	CHECK(lg.l_onoff == 1 && lg.l_linger == 7, "SO_LINGER {%d,%d}, expected {1,7}", lg.l_onoff,
+	      lg.l_linger);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_RCVLOWAT), 3);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_KEEPALIVE), 1);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_OOBINLINE), 1);
+	/* Not SO_PRIORITY: TCP's accepted socket starts at 0. */
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_PRIORITY), 0);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_RCVBUF), getint(l, SOL_SOCKET, SO_RCVBUF));
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_SNDBUF), getint(l, SOL_SOCKET, SO_SNDBUF));
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TIMESTAMPNS), 1);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_NODELAY), 1);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPIDLE), 77);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPINTVL), 11);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPCNT), 3);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_USER_TIMEOUT), 4321);
+	close(l);
+
+	/* The receive timeout holds: a read with nothing to read ends with EAGAIN after it. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	EXPECT_ERR(recv(s, buf, sizeof(buf), 0), EAGAIN);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(waited >= 1.2, "recv gave up after %.3f s, before the listener's 1.25 s", waited);
+	close(c);
+	close(s);
+}

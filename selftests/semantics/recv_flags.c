@@ -256,11 +256,13 @@ static int64_t read_stamped(int c, int s, int type, bool inq)
 /*
  * A stream's receive timestamps: SO_TIMESTAMP, SO_TIMESTAMPNS and SO_TIMESTAMPING's
  * software stamp each put theirs into a read's control messages (before TCP_INQ's), none
- * without them. A stamp lies between the send and the read.
+ * without them. A stamp lies between the send and the read. An accepted socket inherits
+ * the listener's.
  */
 void t_so_timestamp_stream(void)
 {
-	int c, s;
+	uint16_t port = 0;
+	int c, s, l;
 
 	ut_pair(AF_INET, &c, &s);
 	read_stamped(c, s, 0, false);
@@ -280,6 +282,17 @@ void t_so_timestamp_stream(void)
 	read_stamped(c, s, SCM_TIMESTAMPING, false);
 	setint(s, SOL_SOCKET, SO_TIMESTAMPING, 0);
 	read_stamped(c, s, 0, false);
+	close(c);
+	close(s);
+
+	/* An accepted socket inherits its listener's SO_TIMESTAMP, as TCP's does. */
+	l = ut_listener(AF_INET, &port, 4);
+	setint(l, SOL_SOCKET, SO_TIMESTAMP, 1);
+	c = ut_connect(AF_INET, port);
+	s = ut_accept(l, AF_INET);
+	close(l);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TIMESTAMP), 1);
+	read_stamped(c, s, SCM_TIMESTAMP, false);
 	close(c);
 	close(s);
 }

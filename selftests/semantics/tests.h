@@ -63,6 +63,7 @@ void t_sockopt_tcp(void);
 void t_sockopt_tcp_info(void);
 void t_sockopt_keepalive(void);
 void t_sockopt_socket(void);
+void t_accept_inherits_options(void);
 
 /* process.c */
 void t_fork_inherit(void);

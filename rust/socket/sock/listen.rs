@@ -92,12 +92,21 @@ impl SciSock {
         }
     }
 
-    /// Takes an SCI connection accepted on `listener`: the new socket gets a fresh native
-    /// socket of the listener's family (for its options), and the connection.
-    pub(crate) fn adopt_sci(&self, own: &OwnSk, conn: Arc<Conn>, listener: &SciSock) -> Result {
+    /// Takes an SCI connection accepted on `listener` (whose sk is `listener_own`): the new
+    /// socket gets a fresh native socket of the listener's family (for its options), and
+    /// the connection.
+    pub(crate) fn adopt_sci(
+        &self,
+        own: &OwnSk,
+        conn: Arc<Conn>,
+        (listener, listener_own): (&SciSock, &OwnSk),
+    ) -> Result {
         let native = self.slot.create(own, listener.native().family())?;
-        // As a TCP socket accepted there: the listener's TCP_NODELAY applies.
-        native.inherit_nodelay(&listener.native());
+        // As a TCP socket accepted there: it has the listener's options, the native
+        // socket's (TCP's, and the socket level's for a later move onto TCP) and our sk's,
+        // which the socket layer reads and the calls over SCI follow.
+        native.accept_options(&listener.native());
+        own.inherit_options(listener_own);
         self.slot.mark_committed();
         conn.set_owner(own.wake_token());
         own.set_state(bindings::TCP_ESTABLISHED);

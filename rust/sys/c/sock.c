@@ -67,29 +67,60 @@ void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q)
 	*send_q = READ_ONCE(tp->write_seq) - tp->snd_una;
 }
 
-void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
+static void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from)
 {
 	if (sci_tcp_nagle(from) & TCP_NAGLE_OFF && to->sk_protocol == IPPROTO_TCP)
 		tcp_sock_set_nodelay(to);
 }
 
-void sci_tcp_inherit_options(struct sock *to, const struct sock *from)
+/*
+ * The receive-timestamp options of from, set on to as setsockopt() sets them (which also
+ * counts to among the socks that have the stack stamp packets, as sk_clone_lock() does).
+ */
+static void sci_sock_inherit_timestamps(struct sock *to, const struct sock *from)
 {
-	const struct tcp_sock *ft = tcp_sk(from);
-	u32 locks = READ_ONCE(from->sk_userlocks);
+	bool new_ts = sock_flag(from, SOCK_TSTAMP_NEW);
+	struct so_timestamping ts = {
+		.flags = READ_ONCE(from->sk_tsflags),
+		.bind_phc = READ_ONCE(from->sk_bind_phc),
+	};
+	int on = 1, opt;
 
-	if (to->sk_protocol != IPPROTO_TCP || from->sk_protocol != IPPROTO_TCP)
+	if (!to->sk_socket)
 		return;
-	sci_tcp_inherit_nodelay(to, from);
+	if (sock_flag(from, SOCK_RCVTSTAMP)) {
+		if (sock_flag(from, SOCK_RCVTSTAMPNS))
+			opt = new_ts ? SO_TIMESTAMPNS_NEW : SO_TIMESTAMPNS_OLD;
+		else
+			opt = new_ts ? SO_TIMESTAMP_NEW : SO_TIMESTAMP_OLD;
+		sock_setsockopt(to->sk_socket, SOL_SOCKET, opt, KERNEL_SOCKPTR(&on), sizeof(on));
+	}
+	if (ts.flags)
+		sock_setsockopt(to->sk_socket, SOL_SOCKET,
+				new_ts ? SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD,
+				KERNEL_SOCKPTR(&ts), sizeof(ts));
+}
+
+/*
+ * The socket level's options of from, given to to; SO_PRIORITY only with priority (a TCP
+ * sock accepted on a listener starts at 0, one a connection moves onto keeps it).
+ */
+static void sci_sock_copy_options(struct sock *to, const struct sock *from, bool priority)
+{
+	u32 locks = READ_ONCE(from->sk_userlocks);
+	bool keepalive = sock_flag(from, SOCK_KEEPOPEN);
+
 	lock_sock(to);
 	WRITE_ONCE(to->sk_rcvtimeo, READ_ONCE(from->sk_rcvtimeo));
 	WRITE_ONCE(to->sk_sndtimeo, READ_ONCE(from->sk_sndtimeo));
 	WRITE_ONCE(to->sk_rcvlowat, READ_ONCE(from->sk_rcvlowat));
-	WRITE_ONCE(to->sk_priority, READ_ONCE(from->sk_priority));
+	if (priority)
+		WRITE_ONCE(to->sk_priority, READ_ONCE(from->sk_priority));
 	WRITE_ONCE(to->sk_mark, READ_ONCE(from->sk_mark));
 	WRITE_ONCE(to->sk_lingertime, READ_ONCE(from->sk_lingertime));
 	sock_valbool_flag(to, SOCK_LINGER, sock_flag(from, SOCK_LINGER));
 	sock_valbool_flag(to, SOCK_URGINLINE, sock_flag(from, SOCK_URGINLINE));
+	sock_valbool_flag(to, SOCK_ZEROCOPY, sock_flag(from, SOCK_ZEROCOPY));
 	if (locks & SOCK_SNDBUF_LOCK) {
 		WRITE_ONCE(to->sk_sndbuf, READ_ONCE(from->sk_sndbuf));
 		to->sk_userlocks |= SOCK_SNDBUF_LOCK;
@@ -98,17 +129,46 @@ void sci_tcp_inherit_options(struct sock *to, const struct sock *from)
 		WRITE_ONCE(to->sk_rcvbuf, READ_ONCE(from->sk_rcvbuf));
 		to->sk_userlocks |= SOCK_RCVBUF_LOCK;
 	}
+	if (keepalive != sock_flag(to, SOCK_KEEPOPEN)) {
+		/* As sk_setsockopt(SO_KEEPALIVE): arms or stops the timer. */
+		if (to->sk_prot->keepalive)
+			to->sk_prot->keepalive(to, keepalive);
+		sock_valbool_flag(to, SOCK_KEEPOPEN, keepalive);
+	}
+	release_sock(to);
+	sci_sock_inherit_timestamps(to, from);
+}
+
+void sci_sock_inherit_options(struct sock *to, const struct sock *from)
+{
+	sci_sock_copy_options(to, from, false);
+}
+
+static void sci_tcp_copy_options(struct sock *to, const struct sock *from, bool priority)
+{
+	const struct tcp_sock *ft = tcp_sk(from);
+
+	if (to->sk_protocol != IPPROTO_TCP || from->sk_protocol != IPPROTO_TCP)
+		return;
+	sci_tcp_inherit_nodelay(to, from);
+	/* TCP's own first: a keepalive timer that the socket level arms runs on them. */
+	lock_sock(to);
 	WRITE_ONCE(tcp_sk(to)->keepalive_time, READ_ONCE(ft->keepalive_time));
 	WRITE_ONCE(tcp_sk(to)->keepalive_intvl, READ_ONCE(ft->keepalive_intvl));
 	WRITE_ONCE(tcp_sk(to)->keepalive_probes, READ_ONCE(ft->keepalive_probes));
 	WRITE_ONCE(inet_csk(to)->icsk_user_timeout, READ_ONCE(inet_csk(from)->icsk_user_timeout));
-	if (sock_flag(from, SOCK_KEEPOPEN) != sock_flag(to, SOCK_KEEPOPEN)) {
-		/* As sk_setsockopt(SO_KEEPALIVE): arms or stops the timer. */
-		if (to->sk_prot->keepalive)
-			to->sk_prot->keepalive(to, sock_flag(from, SOCK_KEEPOPEN));
-		sock_valbool_flag(to, SOCK_KEEPOPEN, sock_flag(from, SOCK_KEEPOPEN));
-	}
 	release_sock(to);
+	sci_sock_copy_options(to, from, priority);
+}
+
+void sci_tcp_inherit_options(struct sock *to, const struct sock *from)
+{
+	sci_tcp_copy_options(to, from, true);
+}
+
+void sci_tcp_accept_options(struct sock *to, const struct sock *listener)
+{
+	sci_tcp_copy_options(to, listener, false);
 }
 
 static struct proto sci_proto = {

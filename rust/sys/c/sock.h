@@ -44,15 +44,26 @@ unsigned int sci_tcp_nagle(const struct sock *sk);
  * reads, as the diag dump makes them.
  */
 void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q);
-void sci_tcp_inherit_nodelay(struct sock *to, const struct sock *from);
 /*
- * What setsockopt() set on the TCP sock @from that governs the calls on a connection
- * (SO_RCVTIMEO, SO_SNDTIMEO, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE,
- * SO_PRIORITY, SO_MARK, SO_SNDBUF/SO_RCVBUF set by hand; TCP_NODELAY, TCP_KEEPIDLE,
- * TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT), given to the TCP sock @to: a connection
- * that moves onto another TCP sock keeps its options.
+ * What setsockopt(SOL_SOCKET) set on the sock @from that governs the calls on a
+ * connection (SO_RCVTIMEO, SO_SNDTIMEO, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE,
+ * SO_OOBINLINE, SO_ZEROCOPY, SO_MARK, SO_SNDBUF/SO_RCVBUF set by hand, SO_TIMESTAMP* and
+ * SO_TIMESTAMPING), given to the sock @to as a TCP sock accepted on the listener @from
+ * gets them (sk_clone_lock copies the sock; SO_PRIORITY starts at 0): an AF_SCI sock
+ * accepted over SCI takes its listener's.
+ */
+void sci_sock_inherit_options(struct sock *to, const struct sock *from);
+/*
+ * The same between two TCP socks, with SO_PRIORITY and TCP's own (TCP_NODELAY,
+ * TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT): a connection that moves
+ * onto another TCP sock keeps its options.
  */
 void sci_tcp_inherit_options(struct sock *to, const struct sock *from);
+/*
+ * TCP's and the socket level's options of the TCP listener @listener, as a TCP sock
+ * accepted there has them: the native sock of a socket accepted over SCI.
+ */
+void sci_tcp_accept_options(struct sock *to, const struct sock *listener);
 
 /* Static inlines and macros of net/sock.h. */
 void sci_lock_sock(struct sock *sk);
