@@ -157,6 +157,16 @@ static void sci_tcp_copy_options(struct sock *to, const struct sock *from, bool 
 	WRITE_ONCE(tcp_sk(to)->keepalive_intvl, READ_ONCE(ft->keepalive_intvl));
 	WRITE_ONCE(tcp_sk(to)->keepalive_probes, READ_ONCE(ft->keepalive_probes));
 	WRITE_ONCE(inet_csk(to)->icsk_user_timeout, READ_ONCE(inet_csk(from)->icsk_user_timeout));
+	/* IP_TOS and IPV6_TCLASS, as TCP's accepted socket has them (without the priority
+	 * that ip_sock_set_tos() would derive: that one starts at 0). */
+	if (READ_ONCE(inet_sk(to)->tos) != READ_ONCE(inet_sk(from)->tos)) {
+		WRITE_ONCE(inet_sk(to)->tos, READ_ONCE(inet_sk(from)->tos));
+		sk_dst_reset(to);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	if (to->sk_family == AF_INET6 && from->sk_family == AF_INET6)
+		WRITE_ONCE(inet6_sk(to)->tclass, READ_ONCE(inet6_sk(from)->tclass));
+#endif
 	release_sock(to);
 	sci_sock_copy_options(to, from, priority);
 }
