@@ -194,8 +194,9 @@ void t_sockopt_socket(void)
 /*
  * An accepted socket has its listener's options, as TCP copies the listener's sock: the
  * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
- * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY), IP_TOS and TCP's (TCP_NODELAY,
- * the keepalive timing, TCP_USER_TIMEOUT), and its calls follow them. Servers set them once,
+ * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY), IP_TOS, IP_TTL and TCP's
+ * (TCP_NODELAY, the keepalive timing, TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT), and its calls
+ * follow them. Servers set them once,
  * on the listener: an accepted socket that lost its receive timeout would leave a server
  * blocked for good.
  */
@@ -227,6 +228,8 @@ void t_accept_inherits_options(void)
 	setint(l, IPPROTO_TCP, TCP_KEEPCNT, 3);
 	setint(l, IPPROTO_TCP, TCP_USER_TIMEOUT, 4321);
 	setint(l, IPPROTO_IP, IP_TOS, 0x28);
+	setint(l, IPPROTO_IP, IP_TTL, 33);
+	setint(l, IPPROTO_TCP, TCP_NOTSENT_LOWAT, 12345);
 	c = ut_connect(AF_INET, port);
 	s = ut_accept(l, AF_INET);
 
@@ -261,6 +264,8 @@ void t_accept_inherits_options(void)
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPCNT), 3);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_USER_TIMEOUT), 4321);
 	EXPECT_EQ(getint(s, IPPROTO_IP, IP_TOS), 0x28);
+	EXPECT_EQ(getint(s, IPPROTO_IP, IP_TTL), 33);
+	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT), 12345);
 	close(l);
 
 	/* The receive timeout holds: a read with nothing to read ends with EAGAIN after it. */

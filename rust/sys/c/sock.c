@@ -157,15 +157,19 @@ static void sci_tcp_copy_options(struct sock *to, const struct sock *from, bool 
 	WRITE_ONCE(tcp_sk(to)->keepalive_intvl, READ_ONCE(ft->keepalive_intvl));
 	WRITE_ONCE(tcp_sk(to)->keepalive_probes, READ_ONCE(ft->keepalive_probes));
 	WRITE_ONCE(inet_csk(to)->icsk_user_timeout, READ_ONCE(inet_csk(from)->icsk_user_timeout));
-	/* IP_TOS and IPV6_TCLASS, as TCP's accepted socket has them (without the priority
-	 * that ip_sock_set_tos() would derive: that one starts at 0). */
+	WRITE_ONCE(tcp_sk(to)->notsent_lowat, READ_ONCE(ft->notsent_lowat));
+	/* IP_TOS, IP_TTL and their IPv6 twins, as TCP's accepted socket has them (without the
+	 * priority that ip_sock_set_tos() would derive: that one starts at 0). */
+	WRITE_ONCE(inet_sk(to)->uc_ttl, READ_ONCE(inet_sk(from)->uc_ttl));
 	if (READ_ONCE(inet_sk(to)->tos) != READ_ONCE(inet_sk(from)->tos)) {
 		WRITE_ONCE(inet_sk(to)->tos, READ_ONCE(inet_sk(from)->tos));
 		sk_dst_reset(to);
 	}
 #if IS_ENABLED(CONFIG_IPV6)
-	if (to->sk_family == AF_INET6 && from->sk_family == AF_INET6)
+	if (to->sk_family == AF_INET6 && from->sk_family == AF_INET6) {
 		WRITE_ONCE(inet6_sk(to)->tclass, READ_ONCE(inet6_sk(from)->tclass));
+		WRITE_ONCE(inet6_sk(to)->hop_limit, READ_ONCE(inet6_sk(from)->hop_limit));
+	}
 #endif
 	release_sock(to);
 	sci_sock_copy_options(to, from, priority);

@@ -54,9 +54,10 @@ void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q);
  */
 void sci_sock_inherit_options(struct sock *to, const struct sock *from);
 /*
- * The same between two TCP socks, with SO_PRIORITY, IP_TOS, IPV6_TCLASS and TCP's own
- * (TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT, TCP_USER_TIMEOUT): a connection
- * that moves onto another TCP sock keeps its options.
+ * The same between two TCP socks, with SO_PRIORITY, IP_TOS, IP_TTL, IPV6_TCLASS,
+ * IPV6_UNICAST_HOPS and TCP's own (TCP_NODELAY, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT,
+ * TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT): a connection that moves onto another TCP sock
+ * keeps its options.
  */
 void sci_tcp_inherit_options(struct sock *to, const struct sock *from);
 /*
