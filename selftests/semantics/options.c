@@ -194,19 +194,22 @@ void t_sockopt_socket(void)
 /*
  * An accepted socket has its listener's options, as TCP copies the listener's sock: the
  * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
- * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY), IP_TOS, IP_TTL and TCP's
- * (TCP_NODELAY, the keepalive timing, TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT), and its calls
- * follow them. Servers set them once,
+ * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY), IP_TOS and IP_TTL (IPv6's
+ * twins) and TCP's (TCP_NODELAY, the keepalive timing, TCP_USER_TIMEOUT,
+ * TCP_NOTSENT_LOWAT), and its calls follow them; over IPv4 and IPv6. Servers set them once,
  * on the listener: an accepted socket that lost its receive timeout would leave a server
  * blocked for good.
  */
-void t_accept_inherits_options(void)
+static void accept_inherits(int af)
 {
 	struct timeval tv = { 1, 250000 }, got, want;
 	struct linger lg = { 1, 7 };
 	struct timespec t0, t1;
 	uint16_t port = 0;
-	int l = ut_listener(AF_INET, &port, 4), c, s;
+	int l = ut_listener(af, &port, 4), c, s;
+	int ip = af == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP;
+	int tos = af == AF_INET6 ? IPV6_TCLASS : IP_TOS;
+	int ttl = af == AF_INET6 ? IPV6_UNICAST_HOPS : IP_TTL;
 	socklen_t len;
 	double waited;
 	char buf[4];
@@ -227,11 +230,11 @@ void t_accept_inherits_options(void)
 	setint(l, IPPROTO_TCP, TCP_KEEPINTVL, 11);
 	setint(l, IPPROTO_TCP, TCP_KEEPCNT, 3);
 	setint(l, IPPROTO_TCP, TCP_USER_TIMEOUT, 4321);
-	setint(l, IPPROTO_IP, IP_TOS, 0x28);
-	setint(l, IPPROTO_IP, IP_TTL, 33);
+	setint(l, ip, tos, 0x28);
+	setint(l, ip, ttl, 33);
 	setint(l, IPPROTO_TCP, TCP_NOTSENT_LOWAT, 12345);
-	c = ut_connect(AF_INET, port);
-	s = ut_accept(l, AF_INET);
+	c = ut_connect(af, port);
+	s = ut_accept(l, af);
 
 	/* The timeouts as the listener reports them (in jiffies: 1.252 s where HZ is 250). */
 	len = sizeof(got);
@@ -263,8 +266,8 @@ void t_accept_inherits_options(void)
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPINTVL), 11);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPCNT), 3);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_USER_TIMEOUT), 4321);
-	EXPECT_EQ(getint(s, IPPROTO_IP, IP_TOS), 0x28);
-	EXPECT_EQ(getint(s, IPPROTO_IP, IP_TTL), 33);
+	EXPECT_EQ(getint(s, ip, tos), 0x28);
+	EXPECT_EQ(getint(s, ip, ttl), 33);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_NOTSENT_LOWAT), 12345);
 	close(l);
 
@@ -276,4 +279,10 @@ void t_accept_inherits_options(void)
 	CHECK(waited >= 1.2, "recv gave up after %.3f s, before the listener's 1.25 s", waited);
 	close(c);
 	close(s);
+}
+
+void t_accept_inherits_options(void)
+{
+	accept_inherits(AF_INET);
+	accept_inherits(AF_INET6);
 }
