@@ -194,7 +194,8 @@ void t_sockopt_socket(void)
 /*
  * An accepted socket has its listener's options, as TCP copies the listener's sock: the
  * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
- * sizes set by hand, SO_TIMESTAMPNS; not SO_PRIORITY), IP_TOS and IP_TTL (IPv6's
+ * sizes set by hand, SO_TIMESTAMPNS, SO_REUSEADDR, SO_BROADCAST, SO_DONTROUTE; not
+ * SO_PRIORITY), IP_TOS and IP_TTL (IPv6's
  * twins) and TCP's (TCP_NODELAY, the keepalive timing, TCP_USER_TIMEOUT,
  * TCP_NOTSENT_LOWAT), and its calls follow them; over IPv4 and IPv6. Servers set them once,
  * on the listener: an accepted socket that lost its receive timeout would leave a server
@@ -225,6 +226,9 @@ static void accept_inherits(int af)
 	setint(l, SOL_SOCKET, SO_RCVBUF, 32768);
 	setint(l, SOL_SOCKET, SO_SNDBUF, 32768);
 	setint(l, SOL_SOCKET, SO_TIMESTAMPNS, 1);
+	setint(l, SOL_SOCKET, SO_REUSEADDR, 1);
+	setint(l, SOL_SOCKET, SO_BROADCAST, 1);
+	setint(l, SOL_SOCKET, SO_DONTROUTE, 1);
 	setint(l, IPPROTO_TCP, TCP_NODELAY, 1);
 	setint(l, IPPROTO_TCP, TCP_KEEPIDLE, 77);
 	setint(l, IPPROTO_TCP, TCP_KEEPINTVL, 11);
@@ -261,6 +265,9 @@ static void accept_inherits(int af)
 	EXPECT_EQ(getint(s, SOL_SOCKET, SO_RCVBUF), getint(l, SOL_SOCKET, SO_RCVBUF));
 	EXPECT_EQ(getint(s, SOL_SOCKET, SO_SNDBUF), getint(l, SOL_SOCKET, SO_SNDBUF));
 	EXPECT_EQ(getint(s, SOL_SOCKET, SO_TIMESTAMPNS), 1);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_REUSEADDR), 1);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_BROADCAST), 1);
+	EXPECT_EQ(getint(s, SOL_SOCKET, SO_DONTROUTE), 1);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_NODELAY), 1);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPIDLE), 77);
 	EXPECT_EQ(getint(s, IPPROTO_TCP, TCP_KEEPINTVL), 11);

@@ -121,6 +121,10 @@ static void sci_sock_copy_options(struct sock *to, const struct sock *from, bool
 	sock_valbool_flag(to, SOCK_LINGER, sock_flag(from, SOCK_LINGER));
 	sock_valbool_flag(to, SOCK_URGINLINE, sock_flag(from, SOCK_URGINLINE));
 	sock_valbool_flag(to, SOCK_ZEROCOPY, sock_flag(from, SOCK_ZEROCOPY));
+	sock_valbool_flag(to, SOCK_BROADCAST, sock_flag(from, SOCK_BROADCAST));
+	sock_valbool_flag(to, SOCK_LOCALROUTE, sock_flag(from, SOCK_LOCALROUTE));
+	to->sk_reuse = from->sk_reuse;
+	to->sk_reuseport = from->sk_reuseport;
 	if (locks & SOCK_SNDBUF_LOCK) {
 		WRITE_ONCE(to->sk_sndbuf, READ_ONCE(from->sk_sndbuf));
 		to->sk_userlocks |= SOCK_SNDBUF_LOCK;

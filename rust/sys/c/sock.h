@@ -46,9 +46,10 @@ unsigned int sci_tcp_nagle(const struct sock *sk);
 void sci_sock_queues(const struct sock *sk, u32 *recv_q, u32 *send_q);
 /*
  * What setsockopt(SOL_SOCKET) set on the sock @from that governs the calls on a
- * connection (SO_RCVTIMEO, SO_SNDTIMEO, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE,
- * SO_OOBINLINE, SO_ZEROCOPY, SO_MARK, SO_SNDBUF/SO_RCVBUF set by hand, SO_TIMESTAMP* and
- * SO_TIMESTAMPING), given to the sock @to as a TCP sock accepted on the listener @from
+ * connection or that it reports (SO_RCVTIMEO, SO_SNDTIMEO, SO_RCVLOWAT, SO_LINGER,
+ * SO_KEEPALIVE, SO_OOBINLINE, SO_ZEROCOPY, SO_MARK, SO_SNDBUF/SO_RCVBUF set by hand,
+ * SO_TIMESTAMP* and SO_TIMESTAMPING, SO_BROADCAST, SO_DONTROUTE, SO_REUSEADDR,
+ * SO_REUSEPORT), given to the sock @to as a TCP sock accepted on the listener @from
  * gets them (sk_clone_lock copies the sock; SO_PRIORITY starts at 0): an AF_SCI sock
  * accepted over SCI takes its listener's.
  */
