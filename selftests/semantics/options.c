@@ -201,9 +201,26 @@ void t_sockopt_socket(void)
  * on the listener: an accepted socket that lost its receive timeout would leave a server
  * blocked for good.
  */
+/*
+ * Timeout opt (SO_RCVTIMEO, SO_SNDTIMEO) is the same on s as on its listener l, whole
+ * seconds secs: compared as the listener reports it (in jiffies, 1.252 s where HZ is 250).
+ */
+static void same_timeout(int l, int s, int opt, long secs)
+{
+	struct timeval got, want;
+	socklen_t len = sizeof(got);
+
+	SYS(getsockopt(l, SOL_SOCKET, opt, &want, &len));
+	SYS(getsockopt(s, SOL_SOCKET, opt, &got, &len));
+	CHECK(got.tv_sec == want.tv_sec && got.tv_usec == want.tv_usec && want.tv_sec == secs,
+	      "%s %ld.%06ld, the listener's %ld.%06ld",
+	      opt == SO_RCVTIMEO ? "SO_RCVTIMEO" : "SO_SNDTIMEO", (long)got.tv_sec,
+	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
+}
+
 static void accept_inherits(int af)
 {
-	struct timeval tv = { 1, 250000 }, got, want;
+	struct timeval tv = { 1, 250000 };
 	struct linger lg = { 1, 7 };
 	struct timespec t0, t1;
 	uint16_t port = 0;
@@ -240,18 +257,8 @@ static void accept_inherits(int af)
 	c = ut_connect(af, port);
 	s = ut_accept(l, af);
 
-	/* The timeouts as the listener reports them (in jiffies: 1.252 s where HZ is 250). */
-	len = sizeof(got);
-	SYS(getsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &want, &len));
-	SYS(getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
-	CHECK(got.tv_sec == want.tv_sec && got.tv_usec == want.tv_usec && want.tv_sec == 1,
-	      "SO_RCVTIMEO %ld.%06ld, the listener's %ld.%06ld", (long)got.tv_sec,
-	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
-	SYS(getsockopt(l, SOL_SOCKET, SO_SNDTIMEO, &want, &len));
-	SYS(getsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
-	CHECK(got.tv_sec == want.tv_sec && got.tv_usec == want.tv_usec && want.tv_sec == 2,
-	      "SO_SNDTIMEO %ld.%06ld, the listener's %ld.%06ld", (long)got.tv_sec,
-	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
+	same_timeout(l, s, SO_RCVTIMEO, 1);
+	same_timeout(l, s, SO_SNDTIMEO, 2);
 	memset(&lg, 0, sizeof(lg));
 	len = sizeof(lg);
 	SYS(getsockopt(s, SOL_SOCKET, SO_LINGER, &lg, &len));
