@@ -193,20 +193,20 @@ static int64_t now_ns(void)
 }
 
 /*
- * Sends `len` bytes from c and reads them at s with room for control messages; returns the
- * receive timestamp of control message (SOL_SOCKET, type) in ns, 0 if there is none, and
- * fails if any other SOL_SOCKET timestamp came or the stamp is not between the send and the
- * read's return (less a microsecond: SO_TIMESTAMP's resolution). `inq`: TCP_INQ is set on
- * s, and its message must follow the stamp, as TCP puts them.
+ * Sends 10 bytes from c and reads them at s with room for control messages: the read must
+ * carry one timestamp message (SOL_SOCKET, type), none when type is 0, and no other, with a
+ * stamp between the send and the read's return (less a microsecond: SO_TIMESTAMP's
+ * resolution). `inq`: TCP_INQ is set on s, and its message must follow the stamp, as TCP
+ * puts them.
  */
-static int64_t read_stamped(int c, int s, int type, bool inq)
+static void read_stamped(int c, int s, int type, bool inq)
 {
 	char buf[64], control[512];
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
 			     .msg_controllen = sizeof(control) };
 	struct cmsghdr *cm;
-	int64_t before, after, stamp = 0;
+	int64_t before, after, stamp;
 	bool stamped = false;
 
 	memset(buf, 't', sizeof(buf));
@@ -250,7 +250,42 @@ static int64_t read_stamped(int c, int s, int type, bool inq)
 	}
 	CHECK(!inq, "no TCP_CM_INQ message with TCP_INQ set");
 	CHECK(stamped || type == 0, "no timestamp message (type %d)", type);
-	return stamp;
+}
+
+/*
+ * Turns the stack's receive stamping on and waits until it took effect, on a plain TCP
+ * connection of its own (fds: listener, client, server, for the caller to close). The first
+ * socket that asks for timestamps turns stamping on through a work item
+ * (net_enable_timestamp()), so a TCP segment that arrives just after the setsockopt may
+ * carry no stamp, and TCP, unlike UDP, does not stamp it at the read: one byte at a time
+ * until one comes stamped. The server end keeps stamping on while it is open.
+ */
+static void stamping_on(int fds[3])
+{
+	uint16_t port;
+	int i;
+
+	fds[0] = tcp_socket(AF_INET);
+	bind_lo(fds[0], AF_INET, 0);
+	SYS(listen(fds[0], 1));
+	port = local_port(fds[0]);
+	fds[1] = tcp_socket(AF_INET);
+	connect_lo(fds[1], AF_INET, port);
+	fds[2] = SYS(accept(fds[0], NULL, NULL));
+	setint(fds[2], SOL_SOCKET, SO_TIMESTAMP, 1);
+	for (i = 0; i < 10000; i++) {
+		char b, control[64];
+		struct iovec iov = { &b, 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+				     .msg_controllen = sizeof(control) };
+
+		write_all(fds[1], "s", 1);
+		EXPECT_EQ(SYS(recvmsg(fds[2], &mh, 0)), 1);
+		if (CMSG_FIRSTHDR(&mh))
+			return;
+		usleep(1000);
+	}
+	FAIL("no TCP segment came stamped after SO_TIMESTAMP");
 }
 
 /*
@@ -262,8 +297,9 @@ static int64_t read_stamped(int c, int s, int type, bool inq)
 void t_so_timestamp_stream(void)
 {
 	uint16_t port = 0;
-	int c, s, l;
+	int c, s, l, on[3];
 
+	stamping_on(on);
 	ut_pair(AF_INET, &c, &s);
 	read_stamped(c, s, 0, false);
 	setint(s, SOL_SOCKET, SO_TIMESTAMP, 1);
@@ -295,6 +331,8 @@ void t_so_timestamp_stream(void)
 	read_stamped(c, s, SCM_TIMESTAMP, false);
 	close(c);
 	close(s);
+	for (l = 0; l < 3; l++)
+		close(on[l]);
 }
 
 /*
