@@ -286,7 +286,7 @@ unsafe extern "C" fn accept(
         match accepted {
             Accepted::Native(native) => new_state.adopt(&new_own, native, state),
             Accepted::Sci(conn) => {
-                if let Err(e) = new_state.adopt_sci(&new_own, conn, (state, &own)) {
+                if let Err(e) = new_state.adopt_sci(&new_own, conn, state, &own) {
                     drop_new(newsock, new_own);
                     return e.to_errno();
                 }

@@ -192,16 +192,6 @@ void t_sockopt_socket(void)
 }
 
 /*
- * An accepted socket has its listener's options, as TCP copies the listener's sock: the
- * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
- * sizes set by hand, SO_TIMESTAMPNS, SO_REUSEADDR, SO_BROADCAST, SO_DONTROUTE; not
- * SO_PRIORITY), IP_TOS and IP_TTL (IPv6's
- * twins) and TCP's (TCP_NODELAY, the keepalive timing, TCP_USER_TIMEOUT,
- * TCP_NOTSENT_LOWAT), and its calls follow them; over IPv4 and IPv6. Servers set them once,
- * on the listener: an accepted socket that lost its receive timeout would leave a server
- * blocked for good.
- */
-/*
  * Timeout opt (SO_RCVTIMEO, SO_SNDTIMEO) is the same on s as on its listener l, whole
  * seconds secs: compared as the listener reports it (in jiffies, 1.252 s where HZ is 250).
  */
@@ -218,6 +208,15 @@ static void same_timeout(int l, int s, int opt, long secs)
 	      (long)got.tv_usec, (long)want.tv_sec, (long)want.tv_usec);
 }
 
+/*
+ * An accepted socket has its listener's options, as TCP copies the listener's sock: the
+ * socket level's (timeouts, SO_RCVLOWAT, SO_LINGER, SO_KEEPALIVE, SO_OOBINLINE, buffer
+ * sizes set by hand, SO_TIMESTAMPNS, SO_REUSEADDR, SO_BROADCAST, SO_DONTROUTE; not
+ * SO_PRIORITY), IP_TOS and IP_TTL (IPv6's twins) and TCP's (TCP_NODELAY, the keepalive
+ * timing, TCP_USER_TIMEOUT, TCP_NOTSENT_LOWAT), and its calls follow them; over IPv4 and
+ * IPv6. Servers set them once, on the listener: an accepted socket that lost its receive
+ * timeout would leave a server blocked for good.
+ */
 static void accept_inherits(int af)
 {
 	struct timeval tv = { 1, 250000 };

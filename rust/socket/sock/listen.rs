@@ -99,7 +99,8 @@ impl SciSock {
         &self,
         own: &OwnSk,
         conn: Arc<Conn>,
-        (listener, listener_own): (&SciSock, &OwnSk),
+        listener: &SciSock,
+        listener_own: &OwnSk,
     ) -> Result {
         let native = self.slot.create(own, listener.native().family())?;
         // As a TCP socket accepted there: it has the listener's options, the native
