@@ -73,8 +73,8 @@ impl Conn {
         len: usize,
         tos: u8,
     ) -> Result<Sent> {
-        let size = record::size(len).ok_or(errno(bindings::EMSGSIZE))?;
-        let header = record::header(len, tos).ok_or(errno(bindings::EMSGSIZE))?;
+        let size = record::size(len).ok_or_else(|| errno(bindings::EMSGSIZE))?;
+        let header = record::header(len, tos).ok_or_else(|| errno(bindings::EMSGSIZE))?;
         let mut g = self.inner.lock();
         let peer_id = g.peer_id;
         let Inner {
@@ -106,6 +106,12 @@ impl Conn {
             return Ok(Sent::Dropped);
         };
         let at = record::place(spans, len);
+        let pad = record::padding(len);
+        // The padding's zeros first, as a word the payload's copy then partly overwrites.
+        let pad_word = at.padding_word();
+        if let Some(off) = pad_word {
+            peer_seg.store_u64(off, 0);
+        }
         let mut copied = 0;
         for span in at.payload.iter() {
             let got = peer_seg.copy_from_iter(span, msg_iter(msg));
@@ -133,12 +139,11 @@ impl Conn {
             }
             None => put(&header, at.header),
         };
-        let pad = record::padding(len);
         let framing = head
-            + if pad.is_empty() {
-                0
-            } else {
-                put(pad, at.padding)
+            + match pad_word {
+                _ if pad.is_empty() => 0,
+                Some(_) => pad.len(),
+                None => put(pad, at.padding),
             };
         if copied != len || framing != size - len {
             return Err(EFAULT);

@@ -28,8 +28,8 @@ pub(crate) trait DatagramPort: Send + Sync {
     /// peer can write a datagram into `conn`.
     fn attach(&self, plane: &Plane<'_>, conn: Arc<Conn>) -> core::result::Result<(), Arc<Conn>>;
     /// The listener kthread's periodic look: ends the connections idle longer than the
-    /// limit and frees those whose peer ended.
-    fn sweep(&self, plane: &Plane<'_>, now_ms: i64);
+    /// limit (by the port's own clock) and frees those whose peer ended.
+    fn sweep(&self, plane: &Plane<'_>);
 }
 
 /// The table of datagram sockets, by the address each is bound to.

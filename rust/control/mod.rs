@@ -390,7 +390,7 @@ impl Plane<'_> {
         if due {
             self.table.last_sweep_ms.store(now, Ordering::Relaxed);
             for port in self.table.datagram_ports.all().iter() {
-                port.sweep(self, now);
+                port.sweep(self);
             }
         }
         let used = due && self.table.used.load(Ordering::Relaxed) != 0;

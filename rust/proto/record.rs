@@ -114,6 +114,27 @@ pub(crate) struct Placement {
     pub(crate) padding: Spans,
 }
 
+impl Placement {
+    /// The offset of the 8-aligned word that holds the padding and the payload's last
+    /// bytes, when they share one word in one piece of the ring: a writer then stores a
+    /// zero word there before it copies the payload in (which overwrites the word's first
+    /// bytes), one store where copying the padding took an iterator of its own. `None`
+    /// without padding, or when the word would not lie in the payload's last span and the
+    /// padding's (a ring whose start is not 8-aligned): the padding is then copied.
+    pub(crate) fn padding_word(&self) -> Option<usize> {
+        let pad = self.padding;
+        if pad.second.len != 0 || pad.first.len == 0 {
+            return None;
+        }
+        let word = pad.first.off & !(ALIGN - 1);
+        let end = pad.first.off.checked_add(pad.first.len)?;
+        let tail = self.payload.iter().last()?;
+        // The word ends where the padding ends, and its first bytes are the payload's.
+        let joined = tail.off.checked_add(tail.len) == Some(pad.first.off);
+        (end % ALIGN == 0 && word < pad.first.off && joined && word >= tail.off).then_some(word)
+    }
+}
+
 /// The parts of a record of `payload` bytes at the start of `spans`.
 pub(crate) fn place(spans: Spans, payload: usize) -> Placement {
     let (header, rest) = spans.split_at(HEADER_LEN);

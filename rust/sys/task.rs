@@ -19,9 +19,9 @@ pub(crate) fn cpu_contended() -> bool {
     !unsafe { bindings::sci_single_task_running() }
 }
 
-/// The monotonic clock (the one `ktime_get` reads) in milliseconds, at tick resolution and
-/// without reading the clock source: a cheap stamp for what is timed in whole
-/// milliseconds many times a second (a datagram socket's idle connections).
+/// Milliseconds counted in ticks (`jiffies`, from an arbitrary start): the cheapest clock,
+/// one load, for what is timed in whole milliseconds many times a second (a datagram
+/// socket's idle connections). Only differences of its values mean anything.
 pub(crate) fn coarse_ms() -> i64 {
     // SAFETY: reads the timekeeper's last tick; no state of ours.
     unsafe { bindings::sci_coarse_ms() }

@@ -63,8 +63,8 @@ const MAX_OUT: usize = 16;
 /// Inbound connections [`Endpoint::with_inbound`] looks at without clearing room for
 /// [`MAX_IN`].
 const FEW_IN: usize = 4;
-/// Now, for the connections' idle and answer times (ms; a tick or so behind `ktime_get`,
-/// which the sweep reads: a connection lasts at most a tick longer).
+/// Now, for the connections' idle and answer times (ms, at tick resolution: a connection
+/// lasts at most a tick longer than its idle time).
 fn now_ms() -> i64 {
     coarse_ms()
 }
@@ -518,7 +518,8 @@ impl DatagramPort for Endpoint {
         Ok(())
     }
 
-    fn sweep(&self, plane: &Plane<'_>, now: i64) {
+    fn sweep(&self, plane: &Plane<'_>) {
+        let now = now_ms();
         let idle = i64::from(dgram_idle_ms());
         let mut g = self.conns.lock();
         for slot in g.out.iter_mut() {

@@ -21,7 +21,7 @@ long sci_msecs_to_jiffies(unsigned int msecs) { return msecs_to_jiffies(msecs); 
 
 s64 sci_coarse_ms(void)
 {
-	return ktime_to_ms(ktime_get_coarse());
+	return jiffies64_to_msecs(get_jiffies_64());
 }
 
 void sci_sched_current_fifo_low(void)

@@ -29,7 +29,7 @@ bool sci_single_task_running(void);
 
 long sci_msecs_to_jiffies(unsigned int msecs);
 
-/* CLOCK_MONOTONIC in ms at tick resolution: no clock source read (a stamp per datagram). */
+/* Milliseconds counted in jiffies (arbitrary start): one load, a stamp per datagram. */
 s64 sci_coarse_ms(void);
 
 /* The calling thread runs as a threaded interrupt handler does (SCHED_FIFO, low). */

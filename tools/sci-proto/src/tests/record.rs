@@ -9,6 +9,7 @@ use crate::proto::error::ProtocolError;
 use crate::proto::queue::{default_publish_threshold, Look, PeerWriterState};
 use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
 use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_CURSOR, RX_PROD_DROPS};
+use crate::proto::segment::Segment;
 
 /// Puts one record of `data` whole, or returns false (no room, or over the reader's
 /// budget: dropped and counted), as `Conn::send_datagram` does.
@@ -21,9 +22,20 @@ fn put(p: &mut TestProducer, seg: &TestSegment, data: &[u8]) -> bool {
     let at = record::place(spans, data.len());
     assert_eq!(at.header.total(), HEADER_LEN);
     assert_eq!(at.payload.total(), data.len());
+    let pad = record::padding(data.len());
+    // Where records lie 8-aligned in the segment (a start cursor that is a multiple of
+    // 8), the padding always shares a word with the payload's tail, and the writer
+    // stores that word as zeros before the payload; elsewhere it copies the padding.
+    let aligned = at.header.first.off % 8 == 0;
+    assert_eq!(at.padding_word().is_some(), aligned && !pad.is_empty());
+    if let Some(off) = at.padding_word() {
+        seg.store_u64(off, 0);
+    }
     seg.copy_into_spans(at.header, &record::header(data.len(), 0).unwrap());
     seg.copy_into_spans(at.payload, data);
-    seg.copy_into_spans(at.padding, record::padding(data.len()));
+    if at.padding_word().is_none() {
+        seg.copy_into_spans(at.padding, pad);
+    }
     assert_eq!(
         at.header.total() + at.payload.total() + at.padding.total(),
         size
@@ -48,6 +60,9 @@ fn take(
     let rec: Record = record::parse(h.try_into().unwrap(), spans.total() as u64)?;
     let at = record::place(spans, rec.payload);
     let data = seg.copy_from_spans(at.payload, rec.payload.min(max));
+    // What the ring held there before (an older record's bytes) is gone: zeros.
+    let pad = seg.copy_from_spans(at.padding, at.padding.total());
+    assert_eq!(pad, record::padding(rec.payload));
     if !peek {
         c.consume_and_update(rec.size)?;
         if c.available() == 0 {
