@@ -31,7 +31,7 @@
 //! [`Producer::count_drop`]: super::queue::Producer::count_drop
 
 use super::error::ProtocolError;
-use super::ring::Spans;
+use super::ring::{Span, Spans};
 
 /// Bytes of a record's header.
 pub(crate) const HEADER_LEN: usize = 8;
@@ -121,6 +121,7 @@ impl Placement {
     /// bytes), one store where copying the padding took an iterator of its own. `None`
     /// without padding, or when the word would not lie in the payload's last span and the
     /// padding's (a ring whose start is not 8-aligned): the padding is then copied.
+    #[inline]
     pub(crate) fn padding_word(&self) -> Option<usize> {
         let pad = self.padding;
         if pad.second.len != 0 || pad.first.len == 0 {
@@ -136,7 +137,35 @@ impl Placement {
 }
 
 /// The parts of a record of `payload` bytes at the start of `spans`.
+#[inline]
 pub(crate) fn place(spans: Spans, payload: usize) -> Placement {
+    let pad = padding(payload).len();
+    // Most records lie in one piece of the ring: their parts follow one another there
+    // (what [`place_cut`] computes, without its cuts).
+    let first = spans.first;
+    if let Some(end) = HEADER_LEN
+        .checked_add(payload)
+        .and_then(|n| n.checked_add(pad))
+        .filter(|&n| n <= first.len)
+        .and_then(|n| first.off.checked_add(n))
+    {
+        let one = |off: usize, len: usize| Spans {
+            first: Span { off, len },
+            second: Span::default(),
+        };
+        let body = first.off.wrapping_add(HEADER_LEN);
+        return Placement {
+            header: one(first.off, HEADER_LEN),
+            payload: one(body, payload),
+            padding: one(end.wrapping_sub(pad), pad),
+        };
+    }
+    place_cut(spans, payload)
+}
+
+/// [`place`] by cutting `spans` part by part: a record that wraps around the ring's end
+/// (or spans shorter than the record).
+pub(crate) fn place_cut(spans: Spans, payload: usize) -> Placement {
     let (header, rest) = spans.split_at(HEADER_LEN);
     let (payload_spans, rest) = rest.split_at(payload);
     let padding = rest.truncate(padding(payload).len());

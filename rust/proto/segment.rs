@@ -59,26 +59,32 @@ where
     P: core::ops::Deref,
     P::Target: Segment,
 {
+    #[inline]
     fn len(&self) -> usize {
         (**self).len()
     }
 
+    #[inline]
     fn load_u64(&self, off: usize) -> u64 {
         (**self).load_u64(off)
     }
 
+    #[inline]
     fn store_u64(&self, off: usize, v: u64) {
         (**self).store_u64(off, v)
     }
 
+    #[inline]
     fn load_u32(&self, off: usize) -> u32 {
         (**self).load_u32(off)
     }
 
+    #[inline]
     fn store_u32(&self, off: usize, v: u32) {
         (**self).store_u32(off, v)
     }
 
+    #[inline]
     fn fence(&self) {
         (**self).fence()
     }

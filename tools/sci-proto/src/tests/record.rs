@@ -8,7 +8,7 @@ use super::{stream, QueuePair, TestConsumer, TestProducer, TestSegment, CREDIT_B
 use crate::proto::error::ProtocolError;
 use crate::proto::queue::{default_publish_threshold, Look, PeerWriterState};
 use crate::proto::record::{self, Record, HEADER_LEN, MAX_PAYLOAD};
-use crate::proto::ring::{CREDIT_BUDGET, RX_PROD_CURSOR, RX_PROD_DROPS};
+use crate::proto::ring::{Span, Spans, CREDIT_BUDGET, RX_PROD_CURSOR, RX_PROD_DROPS};
 use crate::proto::segment::Segment;
 
 /// Puts one record of `data` whole, or returns false (no room, or over the reader's
@@ -444,7 +444,34 @@ fn default_publish_threshold_of(log2: u32) -> u64 {
     default_publish_threshold(crate::proto::ring::RingGeometry::from_log2(log2).unwrap())
 }
 
+/// The parts of a placement as the ranges they cover, in order (empty ones left out).
+fn parts(at: record::Placement) -> [Vec<(usize, usize)>; 3] {
+    [at.header, at.payload, at.padding].map(|s| s.iter().map(|p| (p.off, p.len)).collect())
+}
+
 proptest! {
+    /// `place`'s shortcut for a record in one piece of the ring gives the parts that
+    /// cutting the spans gives, for a writer's reservation and a reader's longer spans.
+    #[test]
+    fn place_in_one_piece_is_place_cut(
+        off in 0usize..1 << 20,
+        extra in 0usize..64,
+        second in (0usize..1 << 20, 0usize..4096),
+        payload in prop_oneof![0usize..3000, Just(MAX_PAYLOAD)],
+        short in 0usize..16,
+    ) {
+        let size = record::size(payload).unwrap();
+        // One piece as long as the record or longer; and one too short, with the rest
+        // wrapped.
+        for first_len in [size + extra, size.saturating_sub(short + 1)] {
+            let spans = Spans {
+                first: Span { off, len: first_len },
+                second: Span { off: second.0, len: second.1 },
+            };
+            prop_assert_eq!(parts(record::place(spans, payload)), parts(record::place_cut(spans, payload)));
+        }
+    }
+
     /// Any sequence of datagrams through any ring from any start cursor arrives as the
     /// same datagrams, in order, none torn; what found no room is dropped whole.
     #[test]
