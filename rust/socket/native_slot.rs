@@ -18,7 +18,7 @@ use crate::sys::errno::errno;
 use crate::sys::net::OptVal;
 use core::ffi::{c_int, c_uint};
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 
@@ -28,6 +28,9 @@ pub(crate) struct NativeSlot {
     /// Until the socket commits, the native socket may be re-created as `AF_INET6`.
     #[pin]
     config: Mutex<EarlyOptions>,
+    /// `config` says committed: what every later send would find under its lock, read
+    /// without it.
+    committed: AtomicBool,
     /// The native socket in use; set at creation, replaced by a family switch or a
     /// failover.
     native: AtomicPtr<bindings::socket>,
@@ -44,6 +47,7 @@ impl NativeSlot {
     pub(crate) fn new(kind: NativeKind, kern: bool) -> impl PinInit<Self> {
         pin_init!(Self {
             config <- kernel::new_mutex!(EarlyOptions::new(), "NativeSlot::config"),
+            committed: AtomicBool::new(false),
             native: AtomicPtr::new(ptr::null_mut()),
             retired: AtomicPtr::new(ptr::null_mut()),
             hooks: NativeHooks::new(),
@@ -130,15 +134,25 @@ impl NativeSlot {
 
     /// Settles the family for `addr` and commits the socket to it.
     pub(crate) fn commit(&self, own: &OwnSk, addr: Option<&SockAddr>) -> Result<Native> {
+        // Committed, the family is settled whatever `addr` is (`switch_family`).
+        if self.committed.load(Ordering::Acquire) {
+            return Ok(self.native());
+        }
         let mut config = self.config.lock();
         let native = self.native_for(own, &mut config, addr)?;
-        config.commit();
+        self.settle(&mut config);
         Ok(native)
     }
 
     /// Commits the socket to the native socket it has (an accepted socket's).
     pub(crate) fn mark_committed(&self) {
-        self.config.lock().commit();
+        self.settle(&mut self.config.lock());
+    }
+
+    /// Commits the socket, under `config`'s lock.
+    fn settle(&self, config: &mut EarlyOptions) {
+        config.commit();
+        self.committed.store(true, Ordering::Release);
     }
 
     /// `bind(2)`. A failed bind leaves the socket uncommitted, as TCP and UDP let a
@@ -147,7 +161,7 @@ impl NativeSlot {
         let mut config = self.config.lock();
         let native = self.native_for(own, &mut config, Some(&addr))?;
         native.bind(addr)?;
-        config.commit();
+        self.settle(&mut config);
         Ok(())
     }
 

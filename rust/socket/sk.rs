@@ -90,7 +90,7 @@ impl OwnSk {
     pub(crate) fn stats(&self) -> &NetStats {
         // SAFETY: the pernet data (registered before the family, zeroed: a valid
         // `NetStats`) lives as long as the namespace, which outlives its sockets.
-        unsafe { &*bindings::sci_net_generic(self.net()).cast::<NetStats>() }
+        unsafe { &*bindings::sci_sk_net_generic(self.as_ptr()).cast::<NetStats>() }
     }
 
     /// The socket's inode number (as in `/proc/PID/fd`).

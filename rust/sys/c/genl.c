@@ -170,6 +170,11 @@ void *sci_net_generic(const struct net *net)
 	return net_generic(net, sci_net_id);
 }
 
+void *sci_sk_net_generic(const struct sock *sk)
+{
+	return net_generic(sock_net(sk), sci_net_id);
+}
+
 bool sci_addr4_is_local(struct net *net, __be32 addr)
 {
 	return inet_addr_type(net, addr) == RTN_LOCAL;

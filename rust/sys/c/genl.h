@@ -89,6 +89,8 @@ struct sci_net_stats {
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);
 void *sci_net_generic(const struct net *net);
+/* The same for the namespace of sk (one call where a counter is bumped per datagram). */
+void *sci_sk_net_generic(const struct sock *sk);
 
 /* Whether an address belongs to an interface of this host (node map default). */
 bool sci_addr4_is_local(struct net *net, __be32 addr);
