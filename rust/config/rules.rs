@@ -52,9 +52,18 @@ pub enum Ip {
 impl Ip {
     /// The address as it is matched: an IPv4-mapped IPv6 address becomes IPv4.
     pub fn canonical(self) -> Self {
+        // As one word: a pattern over the sixteen bytes had the compiler move the address
+        // byte by byte (a datagram's send takes this path).
         match self {
-            Ip::V6([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d]) => Ip::V4([a, b, c, d]),
-            other => other,
+            Ip::V6(b) => {
+                let w = u128::from_be_bytes(b);
+                if w >> 32 == 0xffff {
+                    Ip::V4((w as u32).to_be_bytes())
+                } else {
+                    self
+                }
+            }
+            v4 => v4,
         }
     }
 

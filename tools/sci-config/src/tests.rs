@@ -100,6 +100,11 @@ fn canonical_addresses() {
     assert_eq!(v6("::ffff:10.1.2.3").canonical(), v4(10, 1, 2, 3));
     assert_eq!(v6("::1").canonical(), v6("::1"));
     assert_eq!(v6("fe80::1").canonical(), v6("fe80::1"));
+    // Mapped only with all 80 bits before the ffff zero.
+    assert_eq!(v6("::1:ffff:10.1.2.3").canonical(), v6("::1:ffff:10.1.2.3"));
+    assert_eq!(v6("1::ffff:10.1.2.3").canonical(), v6("1::ffff:10.1.2.3"));
+    assert_eq!(v6("::fffe:10.1.2.3").canonical(), v6("::fffe:10.1.2.3"));
+    assert_eq!(v6("::ffff:0.0.0.0").canonical(), v4(0, 0, 0, 0));
     assert_eq!(v4(1, 2, 3, 4).canonical(), v4(1, 2, 3, 4));
     assert!(v4(127, 0, 0, 1).is_loopback());
     assert!(v4(127, 200, 1, 9).is_loopback());
