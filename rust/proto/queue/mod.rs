@@ -94,7 +94,10 @@ pub(crate) fn init_rx_area<S: Segment>(
 
 /// The start cursor of a connection's queues, set by its connecting end: a function of
 /// who that end is (its node, its channel and the channel's generation), different for
-/// any two ends whose nodes and channels are below 2^16.
+/// any two ends whose nodes are below 2^13 (a region has at most 32) and whose channels
+/// are below 2^16. A multiple of 8, so that a datagram record's header and its padding
+/// lie in whole words of the ring (`record.rs`), which a writer stores and a reader
+/// loads as words.
 ///
 /// A setup frame names a channel, and the receiver maps whatever that channel holds
 /// when the frame is served: a late frame may find another connection there. A
@@ -104,7 +107,9 @@ pub(crate) fn init_rx_area<S: Segment>(
 /// ([`rx_area_matches`]) tells the late frame it is not its own. (Cursors wrap: any
 /// start is a valid one.)
 pub(crate) const fn connect_start(node: u16, channel: u32, generation: u32) -> u64 {
-    ((generation as u64) << 32) | (((channel & 0xffff) as u64) << 16) | node as u64
+    ((generation as u64) << 32)
+        | (((channel & 0xffff) as u64) << 16)
+        | ((node as u64 & 0x1fff) << 3)
 }
 
 /// Whether the receive area at `base` in a peer's segment was set up for the

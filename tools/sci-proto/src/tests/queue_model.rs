@@ -469,13 +469,15 @@ fn producer_side_header_check() {
 #[test]
 fn connect_start_names_the_end() {
     let mut seen = std::collections::HashSet::new();
-    for node in [0u16, 1, 2, 255, u16::MAX] {
+    for node in [0u16, 1, 2, 31, 255, 0x1fff] {
         for channel in [0u32, 1, 2, 1023, 0xffff] {
             for generation in [1u32, 2, 3, 0x1_0000, u32::MAX] {
+                let start = queue::connect_start(node, channel, generation);
                 assert!(
-                    seen.insert(queue::connect_start(node, channel, generation)),
+                    seen.insert(start),
                     "node {node}, channel {channel}, generation {generation}"
                 );
+                assert_eq!(start % 8, 0, "records lie in whole words");
             }
         }
     }
