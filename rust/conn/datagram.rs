@@ -174,7 +174,8 @@ impl Conn {
         let head = spans.truncate(HEADER_LEN);
         let h = match header_word(head) {
             Some(off) => self.seg.load_u64(off).to_ne_bytes(),
-            // Only if a ring's start were not 8-aligned: a copy that may span its end.
+            // Only if records were not 8-aligned in the segment (a start cursor that is not
+            // a multiple of 8: an older module's): a copy that may span the ring's end.
             None => {
                 let mut h = [0u8; HEADER_LEN];
                 let got = with_kvec_iter(&mut h, true, |iter| {

@@ -120,7 +120,9 @@ impl Placement {
     /// zero word there before it copies the payload in (which overwrites the word's first
     /// bytes), one store where copying the padding took an iterator of its own. `None`
     /// without padding, or when the word would not lie in the payload's last span and the
-    /// padding's (a ring whose start is not 8-aligned): the padding is then copied.
+    /// padding's (records not 8-aligned in the segment: a start cursor that is not a
+    /// multiple of 8, as a module before `connect_start` made them so set): the padding is
+    /// then copied.
     #[inline]
     pub(crate) fn padding_word(&self) -> Option<usize> {
         let pad = self.padding;
