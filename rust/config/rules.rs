@@ -52,13 +52,12 @@ pub enum Ip {
 impl Ip {
     /// The address as it is matched: an IPv4-mapped IPv6 address becomes IPv4.
     pub fn canonical(self) -> Self {
-        // As one word: a pattern over the sixteen bytes had the compiler move the address
-        // byte by byte (a datagram's send takes this path, and took 45 instructions more).
+        // As one word: a pattern over the bytes (the sixteen, or the last four) has the
+        // compiler move the address byte by byte, 30 to 45 instructions of a datagram's send.
         match self {
             Ip::V6(b) => {
                 let w = u128::from_be_bytes(b);
-                // The mapped IPv4 address is the low 32 bits (taking them out of the array
-                // by a pattern costs the byte moves again).
+                // The mapped IPv4 address is the low 32 bits.
                 #[allow(clippy::cast_possible_truncation)]
                 let v4 = w as u32;
                 if w >> 32 == 0xffff {

@@ -121,8 +121,7 @@ impl Placement {
     /// bytes), one store where copying the padding took an iterator of its own. `None`
     /// without padding, or when the word would not lie in the payload's last span and the
     /// padding's (records not 8-aligned in the segment: a start cursor that is not a
-    /// multiple of 8, as a module before `connect_start` made them so set): the padding is
-    /// then copied.
+    /// multiple of 8, which a peer's older module sets): the padding is then copied.
     #[inline]
     pub(crate) fn padding_word(&self) -> Option<usize> {
         let pad = self.padding;
