@@ -33,6 +33,7 @@ mod transfer;
 pub(crate) use datagram::{Read, Received, Sent};
 pub(crate) use moving::Mover;
 pub(crate) use nagle::{Gathering, HeldSlots};
+pub(crate) use read_sock::ReadSock;
 
 use crate::conn::addr::Addr;
 use crate::fabric::memory::SegMem;
@@ -47,13 +48,14 @@ use crate::proto::state::{self, Local, Peer, PeerEnd};
 pub(crate) use crate::proto::state::{Phase, Release};
 use crate::sys::bindings;
 use crate::sys::errno::errno;
+use crate::sys::gated_mutex::{new_gated_mutex, GatedMutex};
 use crate::sys::read_actor::Lent;
 use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex, SpinLock};
+use kernel::sync::{Arc, SpinLock};
 use kernel::time::Ktime;
 
 /// Connection ends a node can hold at once: slots of its connection table, and the
@@ -164,8 +166,10 @@ pub(crate) struct Conn {
     seg: Arc<SegMem>,
     /// The parameters of the queue this end receives on.
     params: QueueParams,
+    /// Taken by processes, and by a kernel reader's `read_sock` in atomic context when no
+    /// process holds it (`read_sock.rs`).
     #[pin]
-    inner: Mutex<Inner>,
+    inner: GatedMutex<Inner>,
     /// Address of the socket to wake (an `AF_SCI` sk), 0 when none. Taken with bottom
     /// halves off: doorbells wake it in softirq context.
     #[pin]
@@ -268,7 +272,7 @@ impl Conn {
                 peer_node,
                 seg,
                 params,
-                inner <- kernel::new_mutex!(
+                inner <- new_gated_mutex!(
                     Inner {
                         phase: Phase::Connecting,
                         peer_id: ConnId::NONE,

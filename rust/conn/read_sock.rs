@@ -4,10 +4,13 @@
 //! `tcp_read_sock` lets it read TCP's receive queue, without blocking, one socket buffer
 //! at a time, and only what the actor used is consumed.
 //!
-//! Nothing may sleep once the actor ran: `iscsi_tcp`'s keeps a page mapped with
-//! `kmap_atomic` from one call to the next until `read_sock` returns (as TCP's softirq
-//! receive path never sleeps either). So the connection's lock is taken once, before the
-//! first call, and everything the caller needs afterwards is read under it.
+//! Nothing here sleeps, as nothing in `tcp_read_sock` does: the reader may call it from
+//! its `sk_data_ready`, in softirq context or with bottom halves off, and `iscsi_tcp`'s
+//! actor keeps a page mapped with `kmap_atomic` from one call to the next. So the
+//! connection's lock is taken without waiting ([`try_lock_atomic`](crate::sys::gated_mutex::GatedMutex::try_lock_atomic)), once,
+//! before the first call, and everything the caller needs afterwards is read under it.
+//! When a process holds the lock the read does not happen ([`ReadSock::Held`]), as TCP's
+//! softirq receive leaves a socket a process owns to its backlog: the caller reads later.
 //!
 //! Where the ring's memory has `struct page`s (the loopback fabric's kernel memory, the
 //! ivshmem BAR with its `ZONE_DEVICE` pages), the actor is handed its bytes in place: its
@@ -30,6 +33,17 @@ use crate::sys::params::widen_wait_race_for_test;
 use crate::sys::read_actor::{ReadActor, CHUNK};
 use core::ffi::c_int;
 use kernel::prelude::*;
+
+/// What a `read_sock` did.
+pub(crate) enum ReadSock {
+    /// A process holds the connection: nothing was read; read again once it let go.
+    Held,
+    /// The connection moves onto TCP and its ring is read to its end: nothing was read
+    /// here, the rest comes over TCP once the move is finished.
+    MovedAway,
+    /// The ring was read.
+    Read(ReadEnd),
+}
 
 /// Where a `read_sock` left the connection.
 pub(crate) struct ReadEnd {
@@ -65,19 +79,43 @@ pub(super) fn settle_lent(inner: &mut Inner) -> bool {
 }
 
 impl Conn {
+    /// Rings the peer's doorbell, which a `read_sock` found due (process context).
+    pub(crate) fn ring_peer(&self, fabric: &dyn Fabric) {
+        let peer_id = self.inner.lock().peer_id;
+        self.notify_peer(fabric, peer_id);
+    }
+
     /// Feeds the ring's bytes to `actor` until the ring is empty, the actor uses less than
-    /// it was given or wants no more; never blocks, and sleeps only before the first call.
-    /// An error only when nothing was used (the actor's, or `ENOMEM`). A peer's reset is
-    /// recorded on `own` (as `recv` records it) when the ring is empty.
+    /// it was given or wants no more; never blocks or sleeps, in any context. With
+    /// `may_leave`, a moving connection whose ring is read to its end is left to TCP
+    /// ([`ReadSock::MovedAway`]). An error only when nothing was used (the actor's, or
+    /// `ENOMEM`). A peer's reset is recorded on `own` (as `recv` records it) when the ring
+    /// is empty.
+    ///
+    /// The peer's doorbell is not rung here: `ring_peer` says it is due, and the caller
+    /// rings it ([`Conn::ring_peer`]) from process context. On this node a doorbell is
+    /// delivered at once, into the peer's wake-up, whose reader may read in its
+    /// `sk_data_ready` too and ring back (TCP's loopback defers its ACKs to a softirq).
     pub(crate) fn read_sock(
         &self,
-        fabric: &dyn Fabric,
         own: &impl Caller,
         actor: &mut ReadActor,
-    ) -> Result<ReadEnd> {
-        let mut g = self.inner.lock();
-        let peer_id = g.peer_id;
-        let mut ring = settle_lent(&mut g);
+        may_leave: bool,
+        ring_peer: &mut bool,
+    ) -> Result<ReadSock> {
+        let Some(mut g) = self.inner.try_lock_atomic() else {
+            return Ok(ReadSock::Held);
+        };
+        if may_leave
+            && g.moving
+            && g.rx
+                .as_ref()
+                .is_some_and(|rx| rx.frozen() && rx.available() == 0)
+        {
+            return Ok(ReadSock::MovedAway);
+        }
+        let ring = ring_peer;
+        *ring |= settle_lent(&mut g);
         let Inner {
             tx,
             rx,
@@ -112,7 +150,7 @@ impl Conn {
                 // lying peer could keep the cursor moving); past that the reader is told
                 // to come back.
                 widen_wait_race_for_test();
-                ring |= rx_q.prepare_wait().map_err(proto_err)?.notify_peer;
+                *ring |= rx_q.prepare_wait().map_err(proto_err)?.notify_peer;
                 if rx_q.available() == 0 {
                     break true;
                 }
@@ -157,7 +195,7 @@ impl Conn {
                 }
             };
             if n > 0 {
-                ring |= consume(rx_q, n, true).map_err(proto_err)?;
+                *ring |= consume(rx_q, n, true).map_err(proto_err)?;
             }
             used += n;
             if n < given || !actor.wants_more() {
@@ -174,7 +212,7 @@ impl Conn {
         };
         if empty {
             if *moving {
-                ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
+                *ring |= rx_q.prepare_wait().map(|d| d.notify_peer).unwrap_or(false);
             }
             heard(local, rx_q.peer(), own);
             end.moved_and_drained = *moving && rx_q.frozen() && rx_q.available() == 0;
@@ -185,12 +223,9 @@ impl Conn {
             }
         }
         drop(g);
-        if ring {
-            self.notify_peer(fabric, peer_id);
-        }
         match failed {
             Some(e) if used == 0 => Err(e),
-            _ => Ok(end),
+            _ => Ok(ReadSock::Read(end)),
         }
     }
 }

@@ -163,7 +163,7 @@ unsafe fn new_sk(
     unsafe {
         let sk = bindings::sci_sk_alloc(net, FAMILY.load(Ordering::Relaxed), kern as c_int);
         let sk = NonNull::new(sk).ok_or(ENOMEM)?;
-        let init = SciSock::new(kern, stack);
+        let init = SciSock::new(kern, stack, read_again);
         Ok(attach_new(
             sock,
             sk,
@@ -309,8 +309,9 @@ unsafe extern "C" fn listen(sock: *mut bindings::socket, backlog: c_int) -> c_in
     errno_of(state.listen(&own, backlog))
 }
 
-/// `read_sock` of our `proto_ops`: a kernel reader's actor (`iscsi_tcp`), called with
-/// the socket locked (`lock_sock`), never from atomic context (see `sock/read_sock.rs`).
+/// `read_sock` of our `proto_ops`: a kernel reader's actor (`iscsi_tcp`), called as
+/// `tcp_read_sock` is, from the reader's `sk_data_ready` or with the socket locked; it
+/// never sleeps (see `sock/read_sock.rs`).
 ///
 /// # Safety
 ///
@@ -332,6 +333,23 @@ unsafe extern "C" fn read_sock(
         )
     };
     count_of(state.read_sock(&own, &mut actor))
+}
+
+/// The work item of an `AF_SCI` socket (`SciSock::read_again`).
+///
+/// # Safety
+///
+/// Called by the socket's work item, queued only for a live sock and cancelled in its
+/// release (`sys/sk_work.rs`).
+unsafe extern "C" fn read_again(sk: *mut bindings::sock) {
+    // SAFETY: the work item's contract: `sk` is a live AF_SCI sock with its state.
+    let (own, state) = unsafe {
+        (
+            OwnSk::from_raw(NonNull::new_unchecked(sk)),
+            state_of::<SciSock>(sk),
+        )
+    };
+    state.read_again(&own);
 }
 
 /// `splice_eof` of our `proto_ops`.

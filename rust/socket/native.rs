@@ -297,10 +297,17 @@ impl Native {
         unsafe { bindings::sci_copy_alloc_flags(self.sk(), owner) }
     }
 
-    /// `read_sock` of the native socket under its lock (`ReadActor::read_sock_of`): the
-    /// bytes its actor used.
-    pub(crate) fn read_sock(&self, actor: &mut ReadActor) -> Result<c_int> {
-        count_result(actor.read_sock_of(self.0.as_ptr()))
+    /// `read_sock` of the native socket without sleeping ([`ReadActor::read_sock_of_nowait`]);
+    /// `held`: this context holds it locked. `None` when a process owns it.
+    pub(crate) fn read_sock_nowait(
+        &self,
+        actor: &mut ReadActor,
+        held: bool,
+    ) -> Result<Option<c_int>> {
+        match count_result(actor.read_sock_of_nowait(self.0.as_ptr(), held)) {
+            Err(e) if e == kernel::error::code::EAGAIN => Ok(None),
+            r => r.map(Some),
+        }
     }
 
     /// `bind(2)`.

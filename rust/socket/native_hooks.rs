@@ -9,6 +9,7 @@
 use crate::socket::native::Native;
 use crate::socket::sk::OwnSk;
 use crate::sys::bindings;
+use crate::sys::task::context_id;
 use core::ffi::{c_int, c_void};
 use core::ptr;
 use core::sync::atomic::{fence, AtomicI32, AtomicPtr, AtomicUsize, Ordering};
@@ -27,6 +28,10 @@ pub(crate) struct NativeHooks {
     error_report: AtomicUsize,
     /// The native `sk_err` last copied into the owner's `sk_err` (0: none pending).
     mirrored_error: AtomicI32,
+    /// The context ([`context_id`]) that holds the native socket locked while it wakes
+    /// the owner's reader (0: none): TCP calls `sk_data_ready` with its socket locked, and
+    /// the owner's `read_sock` then reads it there, as `tcp_read_sock` under TCP's lock.
+    held_by: AtomicUsize,
 }
 
 type SkCallback = unsafe extern "C" fn(*mut bindings::sock);
@@ -55,7 +60,34 @@ impl NativeHooks {
             state_change: AtomicUsize::new(0),
             error_report: AtomicUsize::new(0),
             mirrored_error: AtomicI32::new(0),
+            held_by: AtomicUsize::new(0),
         }
+    }
+
+    /// Whether this context holds the native socket locked and is waking the owner's
+    /// reader ([`NativeHooks::wake_reader_held`], or the forwarded `sk_data_ready`).
+    pub(crate) fn held_here(&self) -> bool {
+        self.held_by.load(Ordering::Relaxed) == context_id()
+    }
+
+    /// Wakes `owner`'s reader with `native` (the socket these hooks serve) locked, so
+    /// that its `read_sock` reads there as when TCP woke it (process context: may sleep).
+    pub(crate) fn wake_reader_locked(&self, native: &Native, owner: *mut bindings::sock) {
+        let sk = native.sk();
+        // SAFETY: a live socket; locked and released in this call.
+        unsafe { bindings::sci_lock_sock(sk) };
+        self.wake_reader_held(owner);
+        // SAFETY: locked above.
+        unsafe { bindings::release_sock(sk) };
+    }
+
+    /// Wakes the owner's reader (`sk_data_ready`), saying that this context holds the
+    /// native socket locked meanwhile (it must).
+    pub(crate) fn wake_reader_held(&self, owner: *mut bindings::sock) {
+        let before = self.held_by.swap(context_id(), Ordering::Relaxed);
+        // SAFETY: the owner is live while its hooks are in use.
+        unsafe { bindings::sci_wake_readable(owner) };
+        self.held_by.store(before, Ordering::Relaxed);
     }
 
     /// The error copied into the owner that neither side has consumed yet, or 0.
@@ -225,7 +257,9 @@ unsafe extern "C" fn forward_data_ready(sk: *mut bindings::sock) {
             if let Some(cb) = callback_from_usize(h.data_ready.load(Ordering::Relaxed)) {
                 cb(sk);
             }
-            bindings::sci_wake_readable(h.owner.load(Ordering::Relaxed));
+            // TCP calls this with `sk` locked: bottom-half locked in its softirq receive,
+            // owned while a process releases it and its backlog is received.
+            h.wake_reader_held(h.owner.load(Ordering::Relaxed));
         })
     }
 }

@@ -9,6 +9,7 @@ use crate::conn::Caller;
 use crate::socket::stats::NetStats;
 use crate::sys::bindings;
 use crate::sys::net::{Msg, OptVal};
+use crate::sys::sk_work::SkWork;
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long, c_uint};
 use core::ptr::{self, NonNull};
@@ -349,6 +350,14 @@ impl OwnSk {
     /// Wakes the socket's waiters (poll, epoll, blocking calls).
     pub(crate) fn wake(&self, what: Wake) {
         wake_sk(self.wake_token(), what);
+    }
+
+    /// Queues `work`, a work item of this sock's own state (`SciSock::read_work`), for
+    /// this sock.
+    pub(crate) fn queue_work(&self, work: &SkWork) {
+        // SAFETY: the work item lives in this sock's state, whose release cancels it
+        // before the sock can go (`SciSock::release`); the sock is live now (invariant).
+        unsafe { work.queue(self.0) }
     }
 
     /// The sk's address, to be woken by a connection or listen queue (see [`wake_sk`]).

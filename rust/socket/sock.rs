@@ -42,9 +42,11 @@ use crate::sys::net::{
     EPOLLERR, EPOLLIN, EPOLLRDNORM, SIOCINQ,
 };
 use crate::sys::params::{connect_timeout, default_spin_us, sci_loopback_enabled, SPIN_US_MAX};
+use crate::sys::sk_work::{SkWork, SkWorkFn};
+use crate::sys::spinlock_bh::{new_spinlock_bh, SpinLockBh};
 use crate::sys::wake::Wake;
 use core::ffi::{c_char, c_int, c_long, c_uint};
-use core::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU8, Ordering};
 use kernel::fmt;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -76,9 +78,10 @@ pub(crate) struct SciSock {
     #[pin]
     slot: NativeSlot,
     kern: bool,
-    /// The SCI connection carrying this socket's bytes, when it has one.
+    /// The SCI connection carrying this socket's bytes, when it has one. Taken with
+    /// bottom halves off: a kernel reader's `read_sock` looks at it in atomic context.
     #[pin]
-    sci: SpinLock<Option<Arc<Conn>>>,
+    sci: SpinLockBh<Option<Arc<Conn>>>,
     /// SCI connections waiting for `accept()`, when listening over SCI too.
     #[pin]
     listen_queue: SpinLock<Option<Arc<ListenQueue>>>,
@@ -89,6 +92,14 @@ pub(crate) struct SciSock {
     /// A move of the SCI connection onto TCP (`sock/failover.rs`).
     #[pin]
     failover: Mutex<failover::Failover>,
+    /// `failover`'s stage, for who may not sleep (`Stage::to_u8`).
+    stage_now: AtomicU8,
+    /// What a kernel reader's `read_sock` could not do without sleeping, done later in
+    /// process context (`sock/read_sock.rs`); cancelled in `release`.
+    #[pin]
+    read_work: SkWork,
+    /// What `read_work` is to do (`sock/read_sock.rs`, `LATER_*`).
+    read_later: AtomicU8,
     /// A non-blocking SCI connect reported `EINPROGRESS`: the next connect returns 0.
     inprogress: AtomicBool,
     /// A non-blocking SCI connect waiting for its answer (the connector finishes it).
@@ -125,14 +136,17 @@ pub(crate) enum Accepted {
 impl SciSock {
     /// A socket without its native socket yet, over `stack`; `kern` for kernel-created
     /// sockets.
-    pub(crate) fn new(kern: bool, stack: Arc<Stack>) -> impl PinInit<Self> {
+    pub(crate) fn new(kern: bool, stack: Arc<Stack>, read_again: SkWorkFn) -> impl PinInit<Self> {
         pin_init!(Self {
             slot <- NativeSlot::new(NativeKind::Tcp, kern),
             kern,
-            sci <- kernel::new_spinlock!(None, "SciSock::sci"),
+            sci <- new_spinlock_bh!(None, "SciSock::sci"),
             listen_queue <- kernel::new_spinlock!(None, "SciSock::listen_queue"),
             join <- kernel::new_spinlock!(None, "SciSock::join"),
             failover <- kernel::new_mutex!(failover::Failover::new(), "SciSock::failover"),
+            stage_now: AtomicU8::new(failover::Stage::to_u8(None)),
+            read_work <- SkWork::new(read_again),
+            read_later: AtomicU8::new(0),
             inprogress: AtomicBool::new(false),
             pending <- kernel::new_mutex!(None, "SciSock::pending"),
             connecting: AtomicBool::new(false),
@@ -552,6 +566,9 @@ impl SciSock {
     pub(crate) fn release(&self, own: &OwnSk) {
         // First out of the registry: once removed, no dump looks at the socket.
         self.registry.leave(&self.stack.sockets);
+        // A kernel reader let go of the socket before its release; its last deferred
+        // read finishes before anything it uses goes.
+        self.read_work.cancel();
         self.cancel_pending(own);
         self.leave_join_point();
         {

@@ -25,6 +25,7 @@ pub(crate) struct NetStats {
     read_sock_copied: AtomicU64,
     read_sock_kept: AtomicU64,
     direct_received: AtomicU64,
+    read_sock_deferred: AtomicU64,
 }
 
 const _: () = {
@@ -60,6 +61,7 @@ pub(crate) struct StatsSnapshot {
     pub(crate) read_sock_kept: u64,
     /// Bytes a writer copied straight into a reader's posted buffer (`fabric/direct.rs`).
     pub(crate) direct_received: u64,
+    pub(crate) read_sock_deferred: u64,
 }
 
 impl NetStats {
@@ -123,6 +125,11 @@ impl NetStats {
         self.read_sock_kept.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// One more `read_sock` that left its read to the socket's work item.
+    pub(crate) fn read_sock_deferred(&self) {
+        self.read_sock_deferred.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// `bytes` more that a writer copied straight into a reader's posted buffer.
     pub(crate) fn direct_received(&self, bytes: u64) {
         self.direct_received.fetch_add(bytes, Ordering::Relaxed);
@@ -147,6 +154,7 @@ impl NetStats {
             read_sock_copied: self.read_sock_copied.load(Ordering::Relaxed),
             read_sock_kept: self.read_sock_kept.load(Ordering::Relaxed),
             direct_received: self.direct_received.load(Ordering::Relaxed),
+            read_sock_deferred: self.read_sock_deferred.load(Ordering::Relaxed),
         }
     }
 }

@@ -143,6 +143,13 @@ pub(crate) fn dgram_answer_ms_for_test() -> Option<u32> {
     (ms != 0).then_some(ms)
 }
 
+/// Test only: whether the `test_read_sock_busy` module parameter asks this `read_sock` to
+/// find its socket held (it counts down; `selftests/guest/iscsi-sci`).
+pub(crate) fn read_sock_busy_for_test() -> bool {
+    // SAFETY: reads and decrements a module parameter atomically.
+    unsafe { bindings::sci_take_read_sock_busy() }
+}
+
 /// Test only: whether the `test_drop_answers` module parameter asks to drop this connect
 /// answer (it counts down; `selftests/guest/sci_lost_answer.py`).
 pub(crate) fn drop_answer_for_test() -> bool {

@@ -133,12 +133,20 @@ impl ReadActor {
         Some((used, kept))
     }
 
-    /// Passes the actor on to another socket's `read_sock` (a native TCP socket's), under
-    /// that socket's lock: what it returned.
-    pub(crate) fn read_sock_of(&mut self, sock: *mut bindings::socket) -> c_int {
+    /// Passes the actor on to another socket's `read_sock` (a native TCP socket's) without
+    /// sleeping: under the socket's spinlock if no process owns it (`-EAGAIN` if one does),
+    /// or, with `held`, as it is (the caller's context holds it locked). What it returned.
+    pub(crate) fn read_sock_of_nowait(&mut self, sock: *mut bindings::socket, held: bool) -> c_int {
         // SAFETY: the caller's native socket is live while it reads; `desc` and `actor` are
-        // valid for the call (see `new`).
-        unsafe { bindings::sci_native_read_sock(sock, self.desc, self.actor) }
+        // valid for the call (see `new`); with `held` the caller's context holds the socket
+        // locked (`NativeHooks::held_here`).
+        unsafe {
+            if held {
+                bindings::sci_native_read_sock_held(sock, self.desc, self.actor)
+            } else {
+                bindings::sci_native_read_sock_try(sock, self.desc, self.actor)
+            }
+        }
     }
 }
 

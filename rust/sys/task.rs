@@ -26,3 +26,11 @@ pub(crate) fn coarse_ms() -> i64 {
     // SAFETY: reads the timekeeper's last tick; no state of ours.
     unsafe { bindings::sci_coarse_ms() }
 }
+
+/// Who runs now: the task, and whether it serves a softirq or an interrupt on its stack.
+/// Two calls give the same value only in the same context (or one nested in it at the
+/// same level): what a lock's holder is recorded as when it cannot say so otherwise.
+pub(crate) fn context_id() -> usize {
+    // SAFETY: reads `current` and the preemption count; no state of ours.
+    unsafe { bindings::sci_context_id() as usize }
+}

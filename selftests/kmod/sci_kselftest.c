@@ -18,6 +18,10 @@
  * doorbell; read_sock must still read it or have the reader told to come back. With
  * af_sci's test_wait_race_us set, most messages arrive in that window.
  *
+ * And a reader that calls read_sock in its sk_data_ready, with bottom halves off, as
+ * iscsi_tcp reads TCP: read_sock never sleeps, and one that finds the connection held by
+ * a process leaves the read to the socket's work item, which wakes the reader again.
+ *
  * And sk_write_space, as iscsi_tcp's transmit relies on it (kernel/patches/0004-*): it is
  * called, as TCP calls it, only for a writer that ran out of room (SOCK_NOSPACE), so once
  * after a stall and not for every answer of a ping-pong whose writer never waited for
@@ -487,6 +491,151 @@ out:
 }
 
 /*
+ * A reader that reads in its sk_data_ready, under sk_callback_lock with bottom halves off,
+ * as iscsi_tcp reads a TCP socket (and reads ours with recv_from_iscsi_q=0): read_sock
+ * must never sleep there. A kernel writer streams DIRECT_BYTES in chunks of changing
+ * sizes while a contender polls the reading socket in a loop, which holds its connection
+ * now and then: a read_sock that finds it held leaves the read to the socket's work item,
+ * which wakes the reader again. Every byte must arrive, in order, within 10 s of the last.
+ */
+#define DIRECT_BYTES	(4 * RING_BYTES)
+
+struct direct_reader {
+	wait_queue_head_t wq;
+	size_t got;
+	atomic_t readies, in_softirq, wrong, not_atomic;
+	bool stop;
+};
+
+static struct direct_reader direct;
+
+static int direct_actor(read_descriptor_t *desc, struct sk_buff *skb, unsigned int off, size_t len)
+{
+	u8 chunk[256];
+	size_t done = 0;
+
+	if (!in_softirq())
+		atomic_inc(&direct.not_atomic);
+	while (done < len) {
+		size_t n = min(len - done, sizeof(chunk)), i;
+
+		if (skb_copy_bits(skb, off + done, chunk, n))
+			return done ? done : -EFAULT;
+		for (i = 0; i < n; i++)
+			if (chunk[i] != pattern(direct.got + done + i))
+				atomic_inc(&direct.wrong);
+		done += n;
+	}
+	direct.got += len;
+	return len;
+}
+
+static void direct_data_ready(struct sock *sk)
+{
+	read_descriptor_t desc = { .count = 1 };
+
+	atomic_inc(&direct.readies);
+	if (in_serving_softirq())
+		atomic_inc(&direct.in_softirq);
+	read_lock_bh(&sk->sk_callback_lock);
+	sk->sk_socket->ops->read_sock(sk, &desc, direct_actor);
+	read_unlock_bh(&sk->sk_callback_lock);
+	wake_up(&direct.wq);
+}
+
+static int direct_writer_fn(void *arg)
+{
+	struct ping_writer *w = arg;
+	u8 *buf = kvmalloc(65536, GFP_KERNEL);
+	size_t sent = 0, i;
+	int ret = 0;
+
+	while (buf && sent < DIRECT_BYTES) {
+		size_t n = min_t(size_t, DIRECT_BYTES - sent, 1 + (sent * 7919) % 65536);
+
+		for (i = 0; i < n; i++)
+			buf[i] = pattern(sent + i);
+		ret = send_some(w->sock, buf, n, 0);
+		if (ret <= 0)
+			break;
+		sent += ret;
+	}
+	w->err = !buf ? -ENOMEM : (sent == DIRECT_BYTES ? 0 : (ret < 0 ? ret : -EIO));
+	kvfree(buf);
+	complete(&w->done);
+	return 0;
+}
+
+static int direct_contender_fn(void *arg)
+{
+	struct socket *rx = arg;
+	unsigned long polls = 0;
+
+	while (!READ_ONCE(direct.stop)) {
+		rx->ops->poll(NULL, rx, NULL);
+		if (++polls % 64 == 0)
+			cond_resched();
+	}
+	while (!kthread_should_stop())
+		schedule_timeout_interruptible(1);
+	return 0;
+}
+
+static void test_read_sock_in_data_ready(struct socket *tx, struct socket *rx)
+{
+	struct ping_writer w = { .sock = tx };
+	void (*saved_ready)(struct sock *sk);
+	struct task_struct *t, *c;
+	size_t last = 0;
+
+	init_waitqueue_head(&direct.wq);
+	direct.got = 0;
+	direct.stop = false;
+	atomic_set(&direct.readies, 0);
+	atomic_set(&direct.in_softirq, 0);
+	atomic_set(&direct.wrong, 0);
+	atomic_set(&direct.not_atomic, 0);
+	init_completion(&w.done);
+	write_lock_bh(&rx->sk->sk_callback_lock);
+	saved_ready = rx->sk->sk_data_ready;
+	rx->sk->sk_data_ready = direct_data_ready;
+	write_unlock_bh(&rx->sk->sk_callback_lock);
+
+	c = kthread_run(direct_contender_fn, rx, "sci_kselftest_poll");
+	CHECK(!IS_ERR(c), "kthread_run returned %ld", PTR_ERR(c));
+	t = kthread_run(direct_writer_fn, &w, "sci_kselftest_stream");
+	CHECK(!IS_ERR(t), "kthread_run returned %ld", PTR_ERR(t));
+	if (IS_ERR(t)) {
+		WRITE_ONCE(direct.stop, true);
+		goto out;
+	}
+	while (READ_ONCE(direct.got) < DIRECT_BYTES) {
+		wait_event_timeout(direct.wq, READ_ONCE(direct.got) != last, 10 * HZ);
+		if (READ_ONCE(direct.got) == last)
+			break;
+		last = READ_ONCE(direct.got);
+	}
+	WRITE_ONCE(direct.stop, true);
+	wait_for_completion(&w.done);
+	CHECK(!w.err, "the writer's error %d", w.err);
+	CHECK(direct.got == DIRECT_BYTES,
+	      "read_sock in sk_data_ready: %zu of %d bytes read, none for 10 s", direct.got,
+	      DIRECT_BYTES);
+	CHECK(!atomic_read(&direct.wrong), "%d bytes read in sk_data_ready differ from those sent",
+	      atomic_read(&direct.wrong));
+	CHECK(!atomic_read(&direct.not_atomic), "the actor ran %d times with bottom halves on",
+	      atomic_read(&direct.not_atomic));
+	pr_info("sci_kselftest: read_sock in sk_data_ready: %zu bytes, %d wake-ups (%d in softirq)\n",
+		direct.got, atomic_read(&direct.readies), atomic_read(&direct.in_softirq));
+out:
+	if (!IS_ERR(c))
+		kthread_stop(c);
+	write_lock_bh(&rx->sk->sk_callback_lock);
+	rx->sk->sk_data_ready = saved_ready;
+	write_unlock_bh(&rx->sk->sk_callback_lock);
+}
+
+/*
  * A writer that fills the ring with MSG_DONTWAIT gets EAGAIN, as iscsi_tcp's transmit
  * does; once the peer read, its sk_write_space runs (that is all that restarts
  * iscsi_tcp's transmit), once, and it can send again. Everything arrives intact.
@@ -600,6 +749,7 @@ static int __init sci_kselftest_init(void)
 	test_bvec(tx, rx);
 	test_bvec(rx, tx);
 	test_read_sock_wakeup(tx, rx);
+	test_read_sock_in_data_ready(tx, rx);
 	/* Before the keeping test: with keep=1 its last buffer holds the ring to the end. */
 	test_write_space_after_stall(tx, rx);
 	test_read_sock_keep(tx, rx);

@@ -244,6 +244,10 @@ enum sci_stats_attr {
 	SCI_STATS_A_DIRECT_RECEIVED,	/* u64: bytes a writer copied straight into a
 					 * reader's posted buffer on the loopback fabric
 					 * (one copy; module parameter direct_min) */
+	SCI_STATS_A_READ_SOCK_DEFERRED,	/* u64: times a kernel reader's read_sock could
+					 * not read at once (its socket held by a process,
+					 * or a move onto TCP to finish) and left the read
+					 * to the socket's work item */
 
 	__SCI_STATS_A_MAX,
 };

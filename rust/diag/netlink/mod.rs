@@ -429,6 +429,10 @@ pub(crate) fn stats_get(stack: &Stack, req: &Request<'_>) -> Result {
                     sci_stats_attr_SCI_STATS_A_DIRECT_RECEIVED,
                     stats.direct_received,
                 ),
+                (
+                    sci_stats_attr_SCI_STATS_A_READ_SOCK_DEFERRED,
+                    stats.read_sock_deferred,
+                ),
             ] {
                 w.put_u64(attr as u16, v, pad)?;
             }

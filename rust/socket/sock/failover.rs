@@ -44,6 +44,29 @@ pub(super) enum Stage {
     Failed,
 }
 
+impl Stage {
+    /// `SciSock::stage_now`'s value for `stage`.
+    pub(super) const fn to_u8(stage: Option<Stage>) -> u8 {
+        match stage {
+            None => 0,
+            Some(Stage::Joining) => 1,
+            Some(Stage::Greeting) => 2,
+            Some(Stage::Resumed) => 3,
+            Some(Stage::Failed) => 4,
+        }
+    }
+
+    fn from_u8(v: u8) -> Option<Stage> {
+        match v {
+            1 => Some(Stage::Joining),
+            2 => Some(Stage::Greeting),
+            3 => Some(Stage::Resumed),
+            4 => Some(Stage::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// A socket's failover state.
 pub(super) struct Failover {
     /// The accepting end: its listener's join point and its landing there.
@@ -132,9 +155,16 @@ impl SciSock {
         }
     }
 
-    /// Where a move onto TCP stands (`None`: none under way).
+    /// Where a move onto TCP stands (`None`: none under way); never sleeps (a kernel
+    /// reader's `read_sock` asks in atomic context).
     pub(super) fn failover_stage(&self) -> Option<Stage> {
-        self.failover.lock().stage
+        Stage::from_u8(self.stage_now.load(Ordering::Acquire))
+    }
+
+    /// Sets the stage of the move `f` (this socket's, locked), and its lock-free copy.
+    fn set_stage(&self, f: &mut Failover, stage: Option<Stage>) {
+        f.stage = stage;
+        self.stage_now.store(Stage::to_u8(stage), Ordering::Release);
     }
 
     /// The TCP state of a socket with the SCI connection `conn` (`TCP_INFO`, `SCI_INFO`):
@@ -169,7 +199,7 @@ impl SciSock {
                 return true;
             }
             let now = now_ns();
-            f.stage = Some(Stage::Joining);
+            self.set_stage(&mut f, Some(Stage::Joining));
             f.began_ns = now;
             f.deadline_ns = now.saturating_add(i64::from(ms) * 1_000_000);
         }
@@ -177,7 +207,7 @@ impl SciSock {
             .and_then(|j| self.stack.plane.submit_connect(j))
             .is_err()
         {
-            self.failover.lock().stage = None;
+            self.set_stage(&mut self.failover.lock(), None);
             return false;
         }
         if let Some(conn) = self.conn() {
@@ -234,7 +264,7 @@ impl SciSock {
             // given up finds the connection reset, not still moving.
             conn.stop_moving();
         }
-        f.stage = Some(next);
+        self.set_stage(&mut f, Some(next));
         let stall_ms = (now_ns() - f.began_ns) / 1_000_000;
         let why = f.why;
         if next == Stage::Resumed {
@@ -433,7 +463,7 @@ impl SciSock {
         let plane = &self.stack.plane;
         conn.close(plane.fabric(), false);
         plane.free_conn(&conn);
-        f.stage = None;
+        self.set_stage(&mut f, None);
         self.fall_back(own, FallbackReason::Failover);
         // TCP's next byte is the first unread one: the peek offset reads on there (the
         // native socket kept the value set, which reads over SCI moved since).

@@ -85,6 +85,7 @@ struct sci_net_stats {
 	u64	read_sock_copied;
 	u64	read_sock_kept;
 	u64	direct_received;
+	u64	read_sock_deferred;
 };
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);

@@ -4,3 +4,6 @@
 
 void sci_spin_lock_bh(spinlock_t *lock) { spin_lock_bh(lock); }
 void sci_spin_unlock_bh(spinlock_t *lock) { spin_unlock_bh(lock); }
+
+void sci_local_bh_disable(void) { local_bh_disable(); }
+void sci_local_bh_enable(void) { local_bh_enable(); }

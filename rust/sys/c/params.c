@@ -144,6 +144,26 @@ module_param(test_drop_answers, int, 0600);
 MODULE_PARM_DESC(test_drop_answers, "Test: drop this many connect answers instead of sending them (default 0)");
 
 /*
+ * Test only: this many read_sock calls (a kernel reader's, iscsi_tcp's) find the socket
+ * held, as when a process owns it, and leave the read to the socket's work item, which
+ * reads again (rust/socket/sock/read_sock.rs; selftests/guest/iscsi-sci). Root only.
+ */
+static int test_read_sock_busy;
+module_param(test_read_sock_busy, int, 0600);
+MODULE_PARM_DESC(test_read_sock_busy, "Test: this many read_sock calls find the socket held (default 0)");
+
+bool sci_take_read_sock_busy(void)
+{
+	int v = READ_ONCE(test_read_sock_busy);
+
+	while (v > 0) {
+		if (try_cmpxchg(&test_read_sock_busy, &v, v - 1))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Test only: while nonzero, the listener kthread leaves inbound control frames in its
  * inbox; they are served, in order, once it is 0 again. A test makes a connect request
  * arrive after its connect gave up this way (selftests/guest/sci_late_request.py).

@@ -34,6 +34,8 @@ unsigned int sci_ivshmem_timeout_param(void);	/* ms without heartbeat = node dow
 void sci_ivshmem_test_params(int *peer, int *port, unsigned int *hold);	/* test only */
 /* "test_drop_answers": true (and one less) while connect answers are to be dropped. Test only. */
 bool sci_take_drop_answer(void);
+/* "test_read_sock_busy": true (and one less) while read_sock is to find its socket held. Test only. */
+bool sci_take_read_sock_busy(void);
 /* "test_hold_frames": true while inbound control frames are to be left unserved. Test only. */
 bool sci_test_hold_frames(void);
 /* "test_dgram_answer_ms": an implicit datagram connection's answer window (0: the default). Test only. */

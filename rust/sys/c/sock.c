@@ -599,18 +599,63 @@ void sci_read_lends_drain(void)
 	synchronize_rcu();
 }
 
-int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_actor_t actor)
+int sci_native_read_sock_held(struct socket *sock, read_descriptor_t *desc,
+			      sk_read_actor_t actor)
 {
 	int ret;
 
 	if (!sock->ops->read_sock)
 		return -EOPNOTSUPP;
-	lock_sock(sock->sk);
-	local_bh_disable();	/* as sci_feed_actor */
+	local_bh_disable();
 	ret = sock->ops->read_sock(sock->sk, desc, actor);
 	local_bh_enable();
-	release_sock(sock->sk);
 	return ret;
+}
+
+int sci_native_read_sock_try(struct socket *sock, read_descriptor_t *desc,
+			     sk_read_actor_t actor)
+{
+	struct sock *sk = sock->sk;
+	int ret;
+
+	if (!sock->ops->read_sock)
+		return -EOPNOTSUPP;
+	local_bh_disable();
+	bh_lock_sock(sk);
+	ret = sock_owned_by_user(sk) ? -EAGAIN : sock->ops->read_sock(sk, desc, actor);
+	bh_unlock_sock(sk);
+	local_bh_enable();
+	return ret;
+}
+
+unsigned long sci_context_id(void)
+{
+	return (unsigned long)current | (in_serving_softirq() ? 1 : 0) | (in_hardirq() ? 2 : 0);
+}
+
+static void sci_sk_work_run(struct work_struct *work)
+{
+	struct sci_sk_work *w = container_of(work, struct sci_sk_work, work);
+
+	w->fn(READ_ONCE(w->sk));
+}
+
+void sci_sk_work_init(struct sci_sk_work *w, void (*fn)(struct sock *sk))
+{
+	INIT_WORK(&w->work, sci_sk_work_run);
+	w->sk = NULL;
+	w->fn = fn;
+}
+
+void sci_sk_work_queue(struct sci_sk_work *w, struct sock *sk)
+{
+	WRITE_ONCE(w->sk, sk);
+	queue_work(system_highpri_wq, &w->work);
+}
+
+void sci_sk_work_cancel(struct sci_sk_work *w)
+{
+	cancel_work_sync(&w->work);
 }
 
 int sci_accept_queue_peers(struct sock *sk, struct sci_queued_peer *out, int max)

@@ -143,8 +143,7 @@ int sci_kernel_recv_nowait(struct socket *sock, void *buf, size_t len, bool peek
  * (with the reserves when sk has SOCK_MEMALLOC), and an iterator over its pages to copy
  * the bytes in (-ENOMEM when memory is short). sci_read_buf_feed: the first len bytes of
  * it given to the actor with bottom halves off (as in TCP's receive softirq), and the skb
- * put: what the actor used, or its error. sci_native_read_sock: the read_sock of another
- * socket (a native TCP one) under its lock, as tcp_read_sock wants, bottom halves off.
+ * put: what the actor used, or its error.
  */
 struct sci_read_buf {
 	struct sk_buff *skb;
@@ -154,7 +153,35 @@ struct sci_read_buf {
 int sci_read_buf_alloc(struct sock *sk, size_t len, struct sci_read_buf *buf);
 int sci_read_buf_feed(read_descriptor_t *desc, sk_read_actor_t actor, struct sci_read_buf *buf,
 		      size_t len);
-int sci_native_read_sock(struct socket *sock, read_descriptor_t *desc, sk_read_actor_t actor);
+
+/*
+ * read_sock of a native TCP socket without sleeping, for an AF_SCI read_sock that may be
+ * called from sk_data_ready (rust/socket/sock/read_sock.rs). sci_native_read_sock_held:
+ * this context holds the socket locked (TCP called its sk_data_ready, which forwarded to
+ * ours). sci_native_read_sock_try: under the sock's spinlock, as TCP's softirq receive
+ * reads, unless a process owns the socket (-EAGAIN then: the caller reads later).
+ * sci_context_id: who runs now, as the holder of such a socket is recorded: the task,
+ * and whether it serves a softirq or an interrupt on its stack.
+ */
+int sci_native_read_sock_held(struct socket *sock, read_descriptor_t *desc,
+			      sk_read_actor_t actor);
+int sci_native_read_sock_try(struct socket *sock, read_descriptor_t *desc,
+			     sk_read_actor_t actor);
+unsigned long sci_context_id(void);
+
+/*
+ * A work item of an AF_SCI sock (rust/sys/sk_work.rs): fn(sk) in process context, on
+ * system_highpri_wq. Queued only while the sock is live; its owner cancels it (waiting for
+ * a run under way) in release, before the sock can go.
+ */
+struct sci_sk_work {
+	struct work_struct work;
+	struct sock *sk;
+	void (*fn)(struct sock *sk);
+};
+void sci_sk_work_init(struct sci_sk_work *w, void (*fn)(struct sock *sk));
+void sci_sk_work_queue(struct sci_sk_work *w, struct sock *sk);
+void sci_sk_work_cancel(struct sci_sk_work *w);
 
 /*
  * read_sock without the copy: the actor is fed one skb whose page frags are the ring's own

@@ -97,6 +97,7 @@ pub mod stats_a {
     pub const READ_SOCK_COPIED: u16 = 11;
     pub const READ_SOCK_KEPT: u16 = 12;
     pub const DIRECT_RECEIVED: u16 = 13;
+    pub const READ_SOCK_DEFERRED: u16 = 14;
 }
 
 /// `enum sci_fallback_attr`.
@@ -442,6 +443,8 @@ pub enum StatsAttr {
     ReadSockKept(u64),
     /// Bytes writers copied straight into readers' posted buffers (loopback fabric).
     DirectReceived(u64),
+    /// Reads kernel readers left to the socket's work item.
+    ReadSockDeferred(u64),
     Other(DefaultNla),
 }
 
@@ -458,7 +461,8 @@ impl Nla for StatsAttr {
             | StatsAttr::ReadSockLent(_)
             | StatsAttr::ReadSockCopied(_)
             | StatsAttr::ReadSockKept(_)
-            | StatsAttr::DirectReceived(_) => 8,
+            | StatsAttr::DirectReceived(_)
+            | StatsAttr::ReadSockDeferred(_) => 8,
             StatsAttr::Fallback(attrs) => nested_len(attrs),
             StatsAttr::Other(nla) => nla.value_len(),
         }
@@ -477,6 +481,7 @@ impl Nla for StatsAttr {
             StatsAttr::ReadSockCopied(_) => stats_a::READ_SOCK_COPIED,
             StatsAttr::ReadSockKept(_) => stats_a::READ_SOCK_KEPT,
             StatsAttr::DirectReceived(_) => stats_a::DIRECT_RECEIVED,
+            StatsAttr::ReadSockDeferred(_) => stats_a::READ_SOCK_DEFERRED,
             StatsAttr::Fallback(_) => stats_a::FALLBACK | NLA_F_NESTED,
             StatsAttr::Other(nla) => nla.kind(),
         }
@@ -494,7 +499,8 @@ impl Nla for StatsAttr {
             | StatsAttr::ReadSockLent(v)
             | StatsAttr::ReadSockCopied(v)
             | StatsAttr::ReadSockKept(v)
-            | StatsAttr::DirectReceived(v) => emit_u64(buffer, *v).unwrap_or_default(),
+            | StatsAttr::DirectReceived(v)
+            | StatsAttr::ReadSockDeferred(v) => emit_u64(buffer, *v).unwrap_or_default(),
             StatsAttr::Fallback(attrs) => emit_nested(attrs, buffer),
             StatsAttr::Other(nla) => nla.emit_value(buffer),
         }
@@ -516,6 +522,7 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Parseable<NlaBuffer<&'a T>> for StatsAttr {
             stats_a::READ_SOCK_COPIED => StatsAttr::ReadSockCopied(parse_u64(p)?),
             stats_a::READ_SOCK_KEPT => StatsAttr::ReadSockKept(parse_u64(p)?),
             stats_a::DIRECT_RECEIVED => StatsAttr::DirectReceived(parse_u64(p)?),
+            stats_a::READ_SOCK_DEFERRED => StatsAttr::ReadSockDeferred(parse_u64(p)?),
             stats_a::FALLBACK => StatsAttr::Fallback(parse_nlas(p)?),
             _ => StatsAttr::Other(DefaultNla::parse(buf)?),
         })

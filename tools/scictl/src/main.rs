@@ -648,6 +648,7 @@ mod tests {
                 ("READ_SOCK_COPIED", stats_a::READ_SOCK_COPIED.into()),
                 ("READ_SOCK_KEPT", stats_a::READ_SOCK_KEPT.into()),
                 ("DIRECT_RECEIVED", stats_a::DIRECT_RECEIVED.into()),
+                ("READ_SOCK_DEFERRED", stats_a::READ_SOCK_DEFERRED.into()),
             ],
         );
         check(

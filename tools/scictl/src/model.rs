@@ -196,6 +196,7 @@ pub struct Stats {
     /// Bytes writers copied straight into readers' posted buffers (one copy, loopback
     /// fabric).
     pub direct_received: u64,
+    pub read_sock_deferred: u64,
     /// Whether the namespace publishes its addresses in the fabric's node table (always
     /// in the initial namespace); `None` from a module that does not say.
     pub publishes: Option<bool>,
@@ -226,6 +227,7 @@ pub fn stats(attrs: &[SciAttr]) -> Stats {
                 StatsAttr::ReadSockCopied(v) => out.read_sock_copied = *v,
                 StatsAttr::ReadSockKept(v) => out.read_sock_kept = *v,
                 StatsAttr::DirectReceived(v) => out.direct_received = *v,
+                StatsAttr::ReadSockDeferred(v) => out.read_sock_deferred = *v,
                 StatsAttr::Fallback(f) => {
                     let reason = f.iter().find_map(|a| match a {
                         FallbackAttr::Reason(r) => Some(*r),
@@ -498,6 +500,7 @@ pub mod tests {
             StatsAttr::ReadSockCopied(4096),
             StatsAttr::ReadSockKept(3),
             StatsAttr::DirectReceived(1 << 20),
+            StatsAttr::ReadSockDeferred(5),
         ])]);
         let s = stats(&reply);
         assert_eq!(
@@ -515,12 +518,13 @@ pub mod tests {
                 read_sock_copied: 4096,
                 read_sock_kept: 3,
                 direct_received: 1 << 20,
+                read_sock_deferred: 5,
                 publishes: None,
             }
         );
         assert_eq!(
             stats_text(&s),
-            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\nread_sock:  65536 bytes in place, 4096 copied, 3 kept buffers\nfilled directly (one copy):  1048576 bytes\n"
+            "sockets created:  12\nsci connections:  2\nfallbacks:\n  no-fabric      3\n  port-excluded  1\n  42             5\npeer-rejected at once (a remembered refusal, no peer asked):  7\nimplicit connections (datagram sockets):  4\ndatagrams over SCI:  sent 100  received 90  dropped 2\nread_sock:  65536 bytes in place, 4096 copied, 3 kept buffers, 5 reads deferred\nfilled directly (one copy):  1048576 bytes\n"
         );
         assert_eq!(
             stats_json(&s),
@@ -528,7 +532,7 @@ pub mod tests {
                    "fallbacks": {"no-fabric": 3, "port-excluded": 1, "42": 5},
                    "refusals_remembered": 7, "implicit_connections": 4,
                    "datagrams": {"sent": 100, "received": 90, "dropped": 2},
-                   "read_sock": {"lent": 65536, "copied": 4096, "kept": 3},
+                   "read_sock": {"lent": 65536, "copied": 4096, "kept": 3, "deferred": 5},
                    "direct_received": 1048576})
         );
     }

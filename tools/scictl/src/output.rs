@@ -242,8 +242,11 @@ pub fn stats_text(stats: &Stats) -> String {
         stats.implicit_connections, stats.dgram_sent, stats.dgram_received, stats.dgram_dropped
     ));
     out.push_str(&format!(
-        "read_sock:  {} bytes in place, {} copied, {} kept buffers\n",
-        stats.read_sock_lent, stats.read_sock_copied, stats.read_sock_kept
+        "read_sock:  {} bytes in place, {} copied, {} kept buffers, {} reads deferred\n",
+        stats.read_sock_lent,
+        stats.read_sock_copied,
+        stats.read_sock_kept,
+        stats.read_sock_deferred
     ));
     out.push_str(&format!(
         "filled directly (one copy):  {} bytes\n",
@@ -278,6 +281,7 @@ pub fn stats_json(stats: &Stats) -> Value {
             "lent": stats.read_sock_lent,
             "copied": stats.read_sock_copied,
             "kept": stats.read_sock_kept,
+            "deferred": stats.read_sock_deferred,
         },
         "direct_received": stats.direct_received,
     });
