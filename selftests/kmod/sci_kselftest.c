@@ -361,6 +361,18 @@ static void restore_space(struct socket *sock, void (*saved)(struct sock *))
 	write_unlock_bh(&sock->sk->sk_callback_lock);
 }
 
+/* Installs ready as sock's sk_data_ready, as iscsi_tcp installs its own, and returns what was there. */
+static void (*swap_data_ready(struct socket *sock, void (*ready)(struct sock *)))(struct sock *)
+{
+	void (*saved)(struct sock *sk);
+
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	saved = sock->sk->sk_data_ready;
+	sock->sk->sk_data_ready = ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+	return saved;
+}
+
 static void ping_data_ready(struct sock *sk)
 {
 	atomic_inc(&ping.readies);
@@ -428,10 +440,7 @@ static void test_read_sock_wakeup(struct socket *tx, struct socket *rx)
 	init_waitqueue_head(&ping.wq);
 	atomic_set(&ping.readies, 0);
 	init_completion(&w.done);
-	write_lock_bh(&rx->sk->sk_callback_lock);
-	saved_ready = rx->sk->sk_data_ready;
-	rx->sk->sk_data_ready = ping_data_ready;
-	write_unlock_bh(&rx->sk->sk_callback_lock);
+	saved_ready = swap_data_ready(rx, ping_data_ready);
 	saved_space[0] = count_spaces_of(tx, 0);
 	saved_space[1] = count_spaces_of(rx, 1);
 	tx->sk->sk_rcvtimeo = 10 * HZ;
@@ -485,9 +494,7 @@ out:
 	restore_space(tx, saved_space[0]);
 	restore_space(rx, saved_space[1]);
 	tx->sk->sk_rcvtimeo = MAX_SCHEDULE_TIMEOUT;
-	write_lock_bh(&rx->sk->sk_callback_lock);
-	rx->sk->sk_data_ready = saved_ready;
-	write_unlock_bh(&rx->sk->sk_callback_lock);
+	swap_data_ready(rx, saved_ready);
 }
 
 /*
@@ -596,10 +603,7 @@ static void test_read_sock_in_data_ready(struct socket *tx, struct socket *rx)
 	atomic_set(&direct.wrong, 0);
 	atomic_set(&direct.not_atomic, 0);
 	init_completion(&w.done);
-	write_lock_bh(&rx->sk->sk_callback_lock);
-	saved_ready = rx->sk->sk_data_ready;
-	rx->sk->sk_data_ready = direct_data_ready;
-	write_unlock_bh(&rx->sk->sk_callback_lock);
+	saved_ready = swap_data_ready(rx, direct_data_ready);
 
 	c = kthread_run(direct_contender_fn, rx, "sci_kselftest_poll");
 	CHECK(!IS_ERR(c), "kthread_run returned %ld", PTR_ERR(c));
@@ -630,9 +634,7 @@ static void test_read_sock_in_data_ready(struct socket *tx, struct socket *rx)
 out:
 	if (!IS_ERR(c))
 		kthread_stop(c);
-	write_lock_bh(&rx->sk->sk_callback_lock);
-	rx->sk->sk_data_ready = saved_ready;
-	write_unlock_bh(&rx->sk->sk_callback_lock);
+	swap_data_ready(rx, saved_ready);
 }
 
 /*

@@ -25,8 +25,8 @@ use crate::sys::read_actor::ReadActor;
 
 /// What `read_sock` left to [`SciSock::read_again`] (`SciSock::read_later`): read again
 /// (once what it waited for is done), ring the peer's doorbell.
-pub(super) const LATER_READ: u8 = 1;
-pub(super) const LATER_RING: u8 = 2;
+const LATER_READ: u8 = 1;
+const LATER_RING: u8 = 2;
 
 impl SciSock {
     /// `read_sock`: the ring's bytes fed to the actor; once the connection fell back, or

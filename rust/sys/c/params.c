@@ -143,6 +143,18 @@ static int test_drop_answers;
 module_param(test_drop_answers, int, 0600);
 MODULE_PARM_DESC(test_drop_answers, "Test: drop this many connect answers instead of sending them (default 0)");
 
+/* A test parameter that counts down: true (and one less) while it is above 0. */
+static bool take_one(int *counter)
+{
+	int v = READ_ONCE(*counter);
+
+	while (v > 0) {
+		if (try_cmpxchg(counter, &v, v - 1))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Test only: this many read_sock calls (a kernel reader's, iscsi_tcp's) find the socket
  * held, as when a process owns it, and leave the read to the socket's work item, which
@@ -154,13 +166,7 @@ MODULE_PARM_DESC(test_read_sock_busy, "Test: this many read_sock calls find the 
 
 bool sci_take_read_sock_busy(void)
 {
-	int v = READ_ONCE(test_read_sock_busy);
-
-	while (v > 0) {
-		if (try_cmpxchg(&test_read_sock_busy, &v, v - 1))
-			return true;
-	}
-	return false;
+	return take_one(&test_read_sock_busy);
 }
 
 /*
@@ -215,11 +221,5 @@ void sci_test_wait_race(void)
 
 bool sci_take_drop_answer(void)
 {
-	int v = READ_ONCE(test_drop_answers);
-
-	while (v > 0) {
-		if (try_cmpxchg(&test_drop_answers, &v, v - 1))
-			return true;
-	}
-	return false;
+	return take_one(&test_drop_answers);
 }
