@@ -7,6 +7,7 @@
 //! `net_generic` data, a C `struct sci_net_stats`.
 
 use crate::config::rules::FallbackReason;
+use crate::sys::percpu_counters::{HotCounter, PerCpuCounters};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 /// The counters of one network namespace: its `net_generic` data, a C
@@ -18,14 +19,10 @@ pub(crate) struct NetStats {
     fallbacks: [AtomicU64; FallbackReason::COUNT],
     refusals_remembered: AtomicU64,
     implicit_connections: AtomicU64,
-    dgram_sent: AtomicU64,
-    dgram_received: AtomicU64,
-    dgram_dropped: AtomicU64,
-    read_sock_lent: AtomicU64,
-    read_sock_copied: AtomicU64,
     read_sock_kept: AtomicU64,
-    direct_received: AtomicU64,
     read_sock_deferred: AtomicU64,
+    /// Those bumped once a datagram or a read: per CPU.
+    hot: PerCpuCounters,
 }
 
 const _: () = {
@@ -94,29 +91,29 @@ impl NetStats {
 
     /// One more datagram sent over SCI.
     pub(crate) fn dgram_sent(&self) {
-        self.dgram_sent.fetch_add(1, Ordering::Relaxed);
+        self.hot.add(HotCounter::DgramSent, 1);
     }
 
     /// One more datagram received over SCI.
     pub(crate) fn dgram_received(&self) {
-        self.dgram_received.fetch_add(1, Ordering::Relaxed);
+        self.hot.add(HotCounter::DgramReceived, 1);
     }
 
     /// One more datagram dropped at a full SCI ring.
     pub(crate) fn dgram_dropped(&self) {
-        self.dgram_dropped.fetch_add(1, Ordering::Relaxed);
+        self.hot.add(HotCounter::DgramDropped, 1);
     }
 
     /// `bytes` more that a kernel reader's (`read_sock`) actor used in place: the ring's
     /// own pages lent as skb frags, no copy.
     pub(crate) fn read_sock_lent(&self, bytes: u64) {
-        self.read_sock_lent.fetch_add(bytes, Ordering::Relaxed);
+        self.hot.add(HotCounter::ReadSockLent, bytes);
     }
 
     /// `bytes` more that a kernel reader's actor used after they were copied into fresh
     /// socket buffers (device memory, or while an earlier lent buffer is still kept).
     pub(crate) fn read_sock_copied(&self, bytes: u64) {
-        self.read_sock_copied.fetch_add(bytes, Ordering::Relaxed);
+        self.hot.add(HotCounter::ReadSockCopied, bytes);
     }
 
     /// One more time a kernel reader kept a lent buffer after its actor returned (the
@@ -132,7 +129,7 @@ impl NetStats {
 
     /// `bytes` more that a writer copied straight into a reader's posted buffer.
     pub(crate) fn direct_received(&self, bytes: u64) {
-        self.direct_received.fetch_add(bytes, Ordering::Relaxed);
+        self.hot.add(HotCounter::DirectReceived, bytes);
     }
 
     /// The counters now.
@@ -147,13 +144,13 @@ impl NetStats {
             fallbacks,
             refusals_remembered: self.refusals_remembered.load(Ordering::Relaxed),
             implicit_connections: self.implicit_connections.load(Ordering::Relaxed),
-            dgram_sent: self.dgram_sent.load(Ordering::Relaxed),
-            dgram_received: self.dgram_received.load(Ordering::Relaxed),
-            dgram_dropped: self.dgram_dropped.load(Ordering::Relaxed),
-            read_sock_lent: self.read_sock_lent.load(Ordering::Relaxed),
-            read_sock_copied: self.read_sock_copied.load(Ordering::Relaxed),
+            dgram_sent: self.hot.sum(HotCounter::DgramSent),
+            dgram_received: self.hot.sum(HotCounter::DgramReceived),
+            dgram_dropped: self.hot.sum(HotCounter::DgramDropped),
+            read_sock_lent: self.hot.sum(HotCounter::ReadSockLent),
+            read_sock_copied: self.hot.sum(HotCounter::ReadSockCopied),
             read_sock_kept: self.read_sock_kept.load(Ordering::Relaxed),
-            direct_received: self.direct_received.load(Ordering::Relaxed),
+            direct_received: self.hot.sum(HotCounter::DirectReceived),
             read_sock_deferred: self.read_sock_deferred.load(Ordering::Relaxed),
         }
     }

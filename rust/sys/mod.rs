@@ -6,7 +6,7 @@
 //! parameters, networking arguments, waking a socket, a kernel reader's actor, the PCI
 //! driver interface, spinlocks taken with bottom halves off, a mutex an atomic reader may
 //! take, a socket's work item, a reader's pinned buffer, a `MSG_ZEROCOPY` send's
-//! notification).
+//! notification, a namespace's per-CPU counters).
 //! It knows nothing of af_sci's layers.
 
 pub(crate) mod bindings;
@@ -16,6 +16,7 @@ pub(crate) mod kthread;
 pub(crate) mod net;
 pub(crate) mod params;
 pub(crate) mod pci;
+pub(crate) mod percpu_counters;
 pub(crate) mod pinned;
 pub(crate) mod read_actor;
 pub(crate) mod sk_work;

@@ -3,7 +3,9 @@
  * What one datagram costs to send and to receive, with nothing else in the way: one
  * process, one CPU, no sleep and no context switch. It sends BATCH datagrams of SIZE
  * bytes from one socket to another on 127.0.0.1, times the sends, then reads them and
- * times the reads; ROUNDS times, and prints the median of each per datagram. In a guest
+ * times the reads; then the same again read with recvfrom(), the sender's address
+ * asked for and no MSG_DONTWAIT (what sockperf's server calls); ROUNDS times, and prints
+ * the median of each per datagram. In a guest
  * whose clock counts instructions (vm-run's VM_ICOUNT=0: a nanosecond for each one) the
  * times are instructions, the same in every run: the receive path's own cost, which the
  * UDP flood's rows measure only through the scheduler (Documentation/benchmarks.rst,
@@ -14,7 +16,7 @@
  *
  * Under sci-run it first waits for the sender's implicit connection (its fdinfo counts a
  * datagram sent over SCI), and fails when a measured datagram went over UDP or was
- * dropped. It prints "send NS recv NS path udp|sci".
+ * dropped. It prints "send NS recv NS recvfrom NS path udp|sci".
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -70,7 +72,7 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	socklen_t tolen = sizeof(to);
-	long long *send_ns, *recv_ns, sent0;
+	long long *send_ns, *recv_ns, *from_ns, sent0;
 	int size, batch, rounds, r, i, tx, rx;
 	char *buf;
 
@@ -82,7 +84,8 @@ int main(int argc, char **argv)
 	buf = calloc(1, size);
 	send_ns = calloc(rounds, sizeof(*send_ns));
 	recv_ns = calloc(rounds, sizeof(*recv_ns));
-	if (!buf || !send_ns || !recv_ns)
+	from_ns = calloc(rounds, sizeof(*from_ns));
+	if (!buf || !send_ns || !recv_ns || !from_ns)
 		die("dgram_cost: memory");
 	rx = socket(AF_INET, SOCK_DGRAM, 0);
 	tx = socket(AF_INET, SOCK_DGRAM, 0);
@@ -128,15 +131,34 @@ int main(int argc, char **argv)
 		t2 = now_ns();
 		send_ns[r] = (t1 - t0) / batch;
 		recv_ns[r] = (t2 - t1) / batch;
+		/* The same batch read as sockperf's server reads: a blocking recvfrom() that
+		 * asks for the sender's address (every datagram is there, so none waits). */
+		for (i = 0; i < batch; i++)
+			if (sendto(tx, buf, size, 0, (struct sockaddr *)&to, sizeof(to)) != size)
+				die("dgram_cost: sendto");
+		t2 = now_ns();
+		for (i = 0; i < batch; i++) {
+			struct sockaddr_in from;
+			socklen_t fromlen = sizeof(from);
+			ssize_t n = recvfrom(rx, buf, size, 0, (struct sockaddr *)&from, &fromlen);
+
+			if (n != size || fromlen != sizeof(from) || from.sin_family != AF_INET) {
+				fprintf(stderr, "dgram_cost: recvfrom %d of round %d: %s\n", i, r,
+					n < 0 ? strerror(errno) : "short or no address");
+				return 1;
+			}
+		}
+		from_ns[r] = (now_ns() - t2) / batch;
 	}
-	if (sent0 >= 0 && sci_sent(tx) - sent0 != (long long)batch * rounds) {
+	if (sent0 >= 0 && sci_sent(tx) - sent0 != 2LL * batch * rounds) {
 		fprintf(stderr, "dgram_cost: %lld of %lld datagrams went over SCI\n",
-			sci_sent(tx) - sent0, (long long)batch * rounds);
+			sci_sent(tx) - sent0, 2LL * batch * rounds);
 		return 1;
 	}
 	qsort(send_ns, rounds, sizeof(*send_ns), cmp);
 	qsort(recv_ns, rounds, sizeof(*recv_ns), cmp);
-	printf("send %lld recv %lld path %s\n", send_ns[rounds / 2], recv_ns[rounds / 2],
-	       sent0 >= 0 ? "sci" : "udp");
+	qsort(from_ns, rounds, sizeof(*from_ns), cmp);
+	printf("send %lld recv %lld recvfrom %lld path %s\n", send_ns[rounds / 2],
+	       recv_ns[rounds / 2], from_ns[rounds / 2], sent0 >= 0 ? "sci" : "udp");
 	return 0;
 }

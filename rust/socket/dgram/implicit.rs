@@ -52,7 +52,7 @@ use crate::sys::net::Msg;
 use crate::sys::params::{default_spin_us, dgram_idle_ms};
 use crate::sys::task::{coarse_ms, cpu_contended};
 use core::mem::ManuallyDrop;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use outbound::{answer_ms, Outbound, Starting};
@@ -76,28 +76,34 @@ struct Conns {
     out: [Option<Outbound>; MAX_OUT],
     /// The connections from peers (round robin for reads).
     inbound: Inbound,
-    /// Where the last read peeked: the next read looks there first, so that it returns
-    /// the datagram peeked at.
-    peeked: Peeked,
     /// A connection was attached and the native socket has not been found empty since:
     /// reads take the native socket's datagrams first, which were sent over UDP before
     /// the connection came up.
     settling: bool,
-    /// Otherwise, when both hold datagrams, reads take turns: the rings' next.
-    rings_turn: bool,
     /// How the recent spins of blocking reads ended (`proto/spin.rs`).
     spin: SpinHistory,
 }
 
 /// Where a read last peeked at a datagram.
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum Peeked {
     /// Nowhere (the last read took its datagram).
-    Nothing,
+    Nothing = 0,
     /// The native socket.
-    Native,
+    Native = 1,
     /// An implicit connection's ring (the one the next read starts at).
-    Ring,
+    Ring = 2,
+}
+
+impl Peeked {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            1 => Self::Native,
+            2 => Self::Ring,
+            _ => Self::Nothing,
+        }
+    }
 }
 
 /// What a datagram socket is over the fabric (see the module doc).
@@ -112,6 +118,15 @@ pub(crate) struct Endpoint {
     pub(crate) addr: ListenAddr,
     #[pin]
     conns: Mutex<Conns>,
+    /// Where the last read peeked ([`Peeked`]): the next read looks there first, so that
+    /// it returns the datagram peeked at. This and `rings_turn` are what reads tell each
+    /// other outside `conns`, so that a read from the socket's only connection (the common
+    /// case) takes that mutex once, for the connection's reference; two reads at once
+    /// order their stores as they would order their turns at the mutex, either way round.
+    peeked: AtomicU8,
+    /// When the native socket and the rings both hold datagrams, reads take turns: true
+    /// when the rings' is next (unless `Conns::settling`).
+    rings_turn: AtomicBool,
     /// Datagrams sent over SCI, received over SCI, and dropped at a full peer ring.
     sent: AtomicU64,
     received: AtomicU64,
@@ -154,14 +169,14 @@ impl Endpoint {
                         closed: false,
                         out: [const { None }; MAX_OUT],
                         inbound: Inbound::new(),
-                        peeked: Peeked::Nothing,
                         settling: false,
-                        rings_turn: false,
                         spin: SpinHistory::new(),
                     },
                     "dgram::Endpoint::conns"
                 ),
                 sent: AtomicU64::new(0),
+                peeked: AtomicU8::new(Peeked::Nothing as u8),
+                rings_turn: AtomicBool::new(false),
                 received: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
             }),
@@ -188,17 +203,23 @@ impl Endpoint {
         let mut k = 0;
         loop {
             // (Not in a `while let`, whose guard would live through the body.)
-            let Some(conn) = self.conns.lock().inbound.nth_in_turn(k) else {
-                return Ok(None);
+            let (conn, alone) = {
+                let g = self.conns.lock();
+                let Some(conn) = g.inbound.nth_in_turn(k) else {
+                    return Ok(None);
+                };
+                (conn, g.inbound.len() == 1)
             };
             match conn.recv_datagram(plane.fabric(), msg, len, peek, watched) {
                 Ok(Read::Got(got)) => {
-                    let mut g = self.conns.lock();
-                    // A peek leaves the next read where the datagram is.
-                    g.inbound.read_from(&conn, peek);
-                    g.peeked = if peek { Peeked::Ring } else { Peeked::Nothing };
-                    g.rings_turn = false;
-                    drop(g);
+                    // The next read starts after this connection, or at it after a peek,
+                    // which leaves its datagram there; with one connection, a read that
+                    // took its datagram leaves that as it was.
+                    if peek || !alone {
+                        self.conns.lock().inbound.read_from(&conn, peek);
+                    }
+                    self.set_peeked(if peek { Peeked::Ring } else { Peeked::Nothing });
+                    self.rings_turn.store(false, Ordering::Relaxed);
                     if !peek {
                         self.received.fetch_add(1, Ordering::Relaxed);
                         own.stats().dgram_received();
@@ -232,34 +253,40 @@ impl Endpoint {
 
     /// Where the last read peeked.
     pub(crate) fn peeked(&self) -> Peeked {
-        self.conns.lock().peeked
+        Peeked::from_u8(self.peeked.load(Ordering::Relaxed))
+    }
+
+    /// Sets where the last read peeked.
+    fn set_peeked(&self, p: Peeked) {
+        self.peeked.store(p as u8, Ordering::Relaxed);
     }
 
     /// Whether a read with datagrams in both places takes the native socket's first: while
     /// a new connection settles (see [`Conns::settling`]), and every other time after.
     pub(crate) fn native_turn(&self) -> bool {
-        let g = self.conns.lock();
-        g.settling || !g.rings_turn
+        self.conns.lock().settling || !self.rings_turn.load(Ordering::Relaxed)
     }
 
     /// A read took the native socket's datagram (`peek`: peeked at it), or (`None`) found
     /// the native socket empty.
     pub(crate) fn took_native(&self, taken: Option<bool>) {
-        let mut g = self.conns.lock();
         match taken {
             Some(peek) => {
-                g.peeked = if peek {
+                self.set_peeked(if peek {
                     Peeked::Native
                 } else {
                     Peeked::Nothing
-                };
-                g.rings_turn = true;
+                });
+                self.rings_turn.store(true, Ordering::Relaxed);
             }
             None => {
-                g.settling = false;
-                if g.peeked == Peeked::Native {
-                    g.peeked = Peeked::Nothing;
-                }
+                self.conns.lock().settling = false;
+                let _ = self.peeked.compare_exchange(
+                    Peeked::Native as u8,
+                    Peeked::Nothing as u8,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
             }
         }
     }
@@ -314,7 +341,7 @@ impl Endpoint {
 
     /// Forgets a peek whose datagram another reader took.
     pub(crate) fn forget_peek(&self) {
-        self.conns.lock().peeked = Peeked::Nothing;
+        self.set_peeked(Peeked::Nothing);
     }
 
     /// Whether a datagram waits in an inbound ring; the empty ones are asked to ring the

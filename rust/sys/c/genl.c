@@ -5,6 +5,7 @@
  * logic lives here; the handlers are Rust (see genl.h).
  */
 #include <linux/inetdevice.h>
+#include <linux/percpu.h>
 #include <linux/sock_diag.h>
 #include <net/addrconf.h>
 #include <net/ip6_route.h>
@@ -150,10 +151,47 @@ struct net *sci_genl_cb_net(const struct netlink_callback *cb) { return sock_net
 long *sci_genl_cb_args(struct netlink_callback *cb) { return cb->args; }
 
 static unsigned int sci_net_id;
+
+static int sci_net_init(struct net *net)
+{
+	struct sci_net_stats *stats = net_generic(net, sci_net_id);
+
+	stats->hot = alloc_percpu(struct sci_net_hot);
+	return stats->hot ? 0 : -ENOMEM;
+}
+
+static void sci_net_exit(struct net *net)
+{
+	struct sci_net_stats *stats = net_generic(net, sci_net_id);
+
+	free_percpu(stats->hot);
+	stats->hot = NULL;
+}
+
 static struct pernet_operations sci_net_ops = {
+	.init	= sci_net_init,
+	.exit	= sci_net_exit,
 	.id	= &sci_net_id,
 	.size	= sizeof(struct sci_net_stats),
 };
+
+void sci_net_hot_add(struct sci_net_hot __percpu *hot, unsigned int counter, u64 n)
+{
+	if (counter < __SCI_HOT_MAX)
+		this_cpu_add(hot->v[counter], n);
+}
+
+u64 sci_net_hot_sum(struct sci_net_hot __percpu *hot, unsigned int counter)
+{
+	u64 sum = 0;
+	int cpu;
+
+	if (counter >= __SCI_HOT_MAX)
+		return 0;
+	for_each_possible_cpu(cpu)
+		sum += READ_ONCE(per_cpu_ptr(hot, cpu)->v[counter]);
+	return sum;
+}
 
 int sci_pernet_register(void)
 {

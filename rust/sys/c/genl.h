@@ -69,8 +69,26 @@ struct net *sci_genl_cb_net(const struct netlink_callback *cb);
 long *sci_genl_cb_args(struct netlink_callback *cb);
 
 /*
+ * The counters bumped once a datagram or once a read: per CPU, as the SNMP MIBs are, so
+ * that CPUs sending and receiving at once never share a counter's cache line.
+ */
+enum sci_net_hot_counter {
+	SCI_HOT_DGRAM_SENT,
+	SCI_HOT_DGRAM_RECEIVED,
+	SCI_HOT_DGRAM_DROPPED,
+	SCI_HOT_READ_SOCK_LENT,
+	SCI_HOT_READ_SOCK_COPIED,
+	SCI_HOT_DIRECT_RECEIVED,
+	__SCI_HOT_MAX,
+};
+struct sci_net_hot {
+	u64	v[__SCI_HOT_MAX];
+};
+
+/*
  * Per-network-namespace counters, zeroed when a namespace is created.  Rust uses them as
- * its NetStats (atomics of the same layout, checked at build time).
+ * its NetStats (atomics of the same layout, checked at build time); the per-CPU ones
+ * only through sci_net_hot_add() and sci_net_hot_sum().
  */
 struct sci_net_stats {
 	u64	sockets;
@@ -78,15 +96,14 @@ struct sci_net_stats {
 	u64	fallbacks[__SCI_FALLBACK_MAX];
 	u64	refusals_remembered;
 	u64	implicit_connections;
-	u64	dgram_sent;
-	u64	dgram_received;
-	u64	dgram_dropped;
-	u64	read_sock_lent;
-	u64	read_sock_copied;
 	u64	read_sock_kept;
-	u64	direct_received;
 	u64	read_sock_deferred;
+	struct sci_net_hot __percpu *hot;
 };
+/* Adds n to this CPU's count of counter (any context). */
+void sci_net_hot_add(struct sci_net_hot __percpu *hot, unsigned int counter, u64 n);
+/* The sum of every CPU's count of counter. */
+u64 sci_net_hot_sum(struct sci_net_hot __percpu *hot, unsigned int counter);
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);
 void *sci_net_generic(const struct net *net);
