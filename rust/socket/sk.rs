@@ -9,6 +9,7 @@ use crate::conn::Caller;
 use crate::socket::stats::NetStats;
 use crate::sys::bindings;
 use crate::sys::net::{Msg, OptVal};
+use crate::sys::percpu_counters::HotCounter;
 use crate::sys::sk_work::SkWork;
 use crate::sys::wake::{wake_sk, Wake};
 use core::ffi::{c_int, c_long, c_uint};
@@ -92,6 +93,14 @@ impl OwnSk {
         // SAFETY: the pernet data (registered before the family, zeroed: a valid
         // `NetStats`) lives as long as the namespace, which outlives its sockets.
         unsafe { &*bindings::sci_sk_net_generic(self.as_ptr()).cast::<NetStats>() }
+    }
+
+    /// Adds `n` to this CPU's count of `counter` in the socket's namespace (the counters
+    /// bumped once a datagram or a read: `sys/percpu_counters.rs`).
+    pub(crate) fn count(&self, counter: HotCounter, n: u64) {
+        // SAFETY: live sk, whose namespace's counters (and their per-CPU area, allocated
+        // by the namespace's `init`) outlive it; `this_cpu_add` works in any context.
+        unsafe { bindings::sci_sk_hot_add(self.as_ptr(), counter as u32, n) }
     }
 
     /// The socket's inode number (as in `/proc/PID/fd`).
@@ -423,6 +432,6 @@ impl Caller for OwnSk {
     }
 
     fn received_directly(&self, bytes: usize) {
-        self.stats().direct_received(bytes as u64);
+        self.count(HotCounter::DirectReceived, bytes as u64);
     }
 }

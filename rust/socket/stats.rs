@@ -89,33 +89,6 @@ impl NetStats {
         self.implicit_connections.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// One more datagram sent over SCI.
-    pub(crate) fn dgram_sent(&self) {
-        self.hot.add(HotCounter::DgramSent, 1);
-    }
-
-    /// One more datagram received over SCI.
-    pub(crate) fn dgram_received(&self) {
-        self.hot.add(HotCounter::DgramReceived, 1);
-    }
-
-    /// One more datagram dropped at a full SCI ring.
-    pub(crate) fn dgram_dropped(&self) {
-        self.hot.add(HotCounter::DgramDropped, 1);
-    }
-
-    /// `bytes` more that a kernel reader's (`read_sock`) actor used in place: the ring's
-    /// own pages lent as skb frags, no copy.
-    pub(crate) fn read_sock_lent(&self, bytes: u64) {
-        self.hot.add(HotCounter::ReadSockLent, bytes);
-    }
-
-    /// `bytes` more that a kernel reader's actor used after they were copied into fresh
-    /// socket buffers (device memory, or while an earlier lent buffer is still kept).
-    pub(crate) fn read_sock_copied(&self, bytes: u64) {
-        self.hot.add(HotCounter::ReadSockCopied, bytes);
-    }
-
     /// One more time a kernel reader kept a lent buffer after its actor returned (the
     /// ring holds the writer off those bytes until it lets go).
     pub(crate) fn read_sock_kept(&self) {
@@ -125,11 +98,6 @@ impl NetStats {
     /// One more `read_sock` that left its read to the socket's work item.
     pub(crate) fn read_sock_deferred(&self) {
         self.read_sock_deferred.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// `bytes` more that a writer copied straight into a reader's posted buffer.
-    pub(crate) fn direct_received(&self, bytes: u64) {
-        self.hot.add(HotCounter::DirectReceived, bytes);
     }
 
     /// The counters now.

@@ -65,8 +65,9 @@ pub(crate) fn dgram_idle_ms() -> u32 {
 
 /// Whether the `sci_loopback` module parameter enables the SCI data path.
 pub(crate) fn sci_loopback_enabled() -> bool {
-    // SAFETY: reads a module parameter.
-    unsafe { bindings::sci_loopback_param() }
+    // SAFETY: a volatile load of a module parameter's `bool`, as `READ_ONCE` reads it
+    // (the parameter's writes store 0 or 1 only).
+    unsafe { core::ptr::read_volatile(core::ptr::addr_of!(bindings::sci_loopback_on)) }
 }
 
 /// Whether the `fabric_selftest` module parameter asks for the load-time self-test.

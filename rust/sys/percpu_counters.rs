@@ -3,7 +3,8 @@
 //! Per-CPU counters of a network namespace (`struct sci_net_hot`, `c/genl.c`): the ones
 //! bumped once a datagram or once a read, kept per CPU as the SNMP MIBs are, so that a
 //! CPU sending and another receiving never bounce one cache line between them. A bump is
-//! one `this_cpu_add`, no atomic; a read sums the CPUs (`scictl stats`).
+//! one `this_cpu_add`, no atomic, in one call with the namespace's lookup
+//! (`OwnSk::count`); a read sums the CPUs (`scictl stats`).
 
 use crate::sys::bindings;
 use core::ffi::c_void;
@@ -29,20 +30,11 @@ pub(crate) enum HotCounter {
 pub(crate) struct PerCpuCounters(AtomicPtr<c_void>);
 
 impl PerCpuCounters {
-    fn ptr(&self) -> *mut bindings::sci_net_hot {
-        self.0.load(Ordering::Relaxed).cast()
-    }
-
-    /// Adds `n` to this CPU's count of `counter` (any context).
-    pub(crate) fn add(&self, counter: HotCounter, n: u64) {
-        // SAFETY: the per-CPU area is live while its namespace has sockets (see the type),
-        // and `this_cpu_add` needs nothing else of the caller's context.
-        unsafe { bindings::sci_net_hot_add(self.ptr(), counter as u32, n) }
-    }
-
     /// The sum of every CPU's count of `counter`.
     pub(crate) fn sum(&self, counter: HotCounter) -> u64 {
-        // SAFETY: as in `add`; a request for the counters holds its namespace.
-        unsafe { bindings::sci_net_hot_sum(self.ptr(), counter as u32) }
+        let hot = self.0.load(Ordering::Relaxed).cast();
+        // SAFETY: the per-CPU area is live while its namespace is (see the type), and a
+        // request for the counters holds its namespace.
+        unsafe { bindings::sci_net_hot_sum(hot, counter as u32) }
     }
 }

@@ -23,8 +23,19 @@ pub(crate) fn cpu_contended() -> bool {
 /// one load, for what is timed in whole milliseconds many times a second (a datagram
 /// socket's idle connections). Only differences of its values mean anything.
 pub(crate) fn coarse_ms() -> i64 {
+    #[cfg(target_pointer_width = "64")]
+    {
+        // Inline, as every datagram sent stamps its connection with it: `jiffies` is
+        // 64 bits wide here and a load reads it whole (`get_jiffies_64()`).
+        // SAFETY: a volatile load of the tick count, which only the timekeeper writes.
+        let j = unsafe { core::ptr::read_volatile(core::ptr::addr_of!(kernel::bindings::jiffies)) };
+        (j as i64).wrapping_mul(1000) / i64::from(kernel::bindings::CONFIG_HZ)
+    }
+    #[cfg(not(target_pointer_width = "64"))]
     // SAFETY: reads the timekeeper's last tick; no state of ours.
-    unsafe { bindings::sci_coarse_ms() }
+    unsafe {
+        bindings::sci_coarse_ms()
+    }
 }
 
 /// Who runs now: the task, and whether it serves a softirq or an interrupt on its stack.

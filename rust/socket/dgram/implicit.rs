@@ -50,6 +50,7 @@ use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::Msg;
 use crate::sys::params::{default_spin_us, dgram_idle_ms};
+use crate::sys::percpu_counters::HotCounter;
 use crate::sys::task::{coarse_ms, cpu_contended};
 use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -222,7 +223,7 @@ impl Endpoint {
                     self.rings_turn.store(false, Ordering::Relaxed);
                     if !peek {
                         self.received.fetch_add(1, Ordering::Relaxed);
-                        own.stats().dgram_received();
+                        own.count(HotCounter::DgramReceived, 1);
                     }
                     return Ok(Some(Taken {
                         got,

@@ -21,6 +21,7 @@ use super::failover::Stage;
 use super::*;
 use crate::conn::ReadSock;
 use crate::sys::params::read_sock_busy_for_test;
+use crate::sys::percpu_counters::HotCounter;
 use crate::sys::read_actor::ReadActor;
 
 /// What `read_sock` left to [`SciSock::read_again`] (`SciSock::read_later`): read again
@@ -61,11 +62,13 @@ impl SciSock {
                 }
                 Ok(ReadSock::Read(end)) => end,
             };
-            let stats = own.stats();
-            stats.read_sock_lent(end.lent as u64);
-            stats.read_sock_copied((end.used as usize).saturating_sub(end.lent) as u64);
+            own.count(HotCounter::ReadSockLent, end.lent as u64);
+            own.count(
+                HotCounter::ReadSockCopied,
+                (end.used as usize).saturating_sub(end.lent) as u64,
+            );
             if end.kept {
-                stats.read_sock_kept();
+                own.stats().read_sock_kept();
             }
             if (end.moved_and_drained && resumed) || end.come_back {
                 // The rest is on the TCP connection, or bytes that rang no doorbell wait

@@ -175,10 +175,13 @@ static struct pernet_operations sci_net_ops = {
 	.size	= sizeof(struct sci_net_stats),
 };
 
-void sci_net_hot_add(struct sci_net_hot __percpu *hot, unsigned int counter, u64 n)
+/* One call where a counter is bumped per datagram: the namespace and the bump. */
+void sci_sk_hot_add(const struct sock *sk, unsigned int counter, u64 n)
 {
+	struct sci_net_stats *stats = net_generic(sock_net(sk), sci_net_id);
+
 	if (counter < __SCI_HOT_MAX)
-		this_cpu_add(hot->v[counter], n);
+		this_cpu_add(stats->hot->v[counter], n);
 }
 
 u64 sci_net_hot_sum(struct sci_net_hot __percpu *hot, unsigned int counter)

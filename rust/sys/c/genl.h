@@ -100,8 +100,8 @@ struct sci_net_stats {
 	u64	read_sock_deferred;
 	struct sci_net_hot __percpu *hot;
 };
-/* Adds n to this CPU's count of counter (any context). */
-void sci_net_hot_add(struct sci_net_hot __percpu *hot, unsigned int counter, u64 n);
+/* Adds n to this CPU's count of counter in the namespace of sk (any context). */
+void sci_sk_hot_add(const struct sock *sk, unsigned int counter, u64 n);
 /* The sum of every CPU's count of counter. */
 u64 sci_net_hot_sum(struct sci_net_hot __percpu *hot, unsigned int counter);
 int sci_pernet_register(void);

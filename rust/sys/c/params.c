@@ -17,14 +17,9 @@ int sci_family_param(void)
 	return family;
 }
 
-static bool sci_loopback = true;
-module_param(sci_loopback, bool, 0644);
+bool sci_loopback_on = true;
+module_param_named(sci_loopback, sci_loopback_on, bool, 0644);
 MODULE_PARM_DESC(sci_loopback, "Carry connections to this node's own addresses (127.0.0.0/8, ::1, interface addresses) over the loopback fabric's shared-memory queues (default on)");
-
-bool sci_loopback_param(void)
-{
-	return READ_ONCE(sci_loopback);
-}
 
 static int spin_us = -1;
 module_param(spin_us, int, 0644);

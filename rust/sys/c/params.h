@@ -12,8 +12,11 @@
 
 /* "family" (default AF_SCI_DEFAULT): the address family number to register. */
 int sci_family_param(void);
-/* "sci_loopback" (default on): the SCI data path over loopback. Writable. */
-bool sci_loopback_param(void);
+/*
+ * "sci_loopback" (default on): the SCI data path over loopback. Writable. Read directly
+ * (READ_ONCE's volatile load, in rust/sys/params.rs): every datagram sent looks at it.
+ */
+extern bool sci_loopback_on;
 /* "failover_ms" (default 1000): how long a move onto TCP may take; 0 turns it off. Writable. */
 unsigned int sci_failover_ms_param(void);
 /* "refusal_ms" (default 1000): how long a refused SCI destination is remembered. Writable. */

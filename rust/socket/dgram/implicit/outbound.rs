@@ -19,6 +19,7 @@ use crate::socket::sk::OwnSk;
 use crate::socket::stack::Stack;
 use crate::sys::net::{local_ifindex, Msg};
 use crate::sys::params::{dgram_answer_ms_for_test, sci_loopback_enabled};
+use crate::sys::percpu_counters::HotCounter;
 use core::ffi::c_int;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -199,12 +200,12 @@ impl Endpoint {
         match o.conn.send_datagram(plane.fabric(), msg, len, out.tos) {
             Ok(Sent::Queued) => {
                 self.sent.fetch_add(1, Ordering::Relaxed);
-                own.stats().dgram_sent();
+                own.count(HotCounter::DgramSent, 1);
                 Some(Ok(len as c_int))
             }
             Ok(Sent::Dropped) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
-                own.stats().dgram_dropped();
+                own.count(HotCounter::DgramDropped, 1);
                 Some(Ok(len as c_int))
             }
             Err(e) if e == EFAULT => Some(Err(e)),
