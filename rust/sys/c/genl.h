@@ -107,7 +107,7 @@ u64 sci_net_hot_sum(struct sci_net_hot __percpu *hot, unsigned int counter);
 int sci_pernet_register(void);
 void sci_pernet_unregister(void);
 void *sci_net_generic(const struct net *net);
-/* The same for the namespace of sk (one call where a counter is bumped per datagram). */
+/* The same for the namespace of sk. */
 void *sci_sk_net_generic(const struct sock *sk);
 
 /* Whether an address belongs to an interface of this host (node map default). */
