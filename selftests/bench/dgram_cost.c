@@ -62,10 +62,27 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The median of the n values at v (sorted in place). */
+static long long median(long long *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp);
+	return v[n / 2];
+}
+
 static void die(const char *what)
 {
 	perror(what);
 	exit(1);
+}
+
+/* Sends n datagrams of size bytes from buf to to. */
+static void send_batch(int tx, const char *buf, int size, const struct sockaddr_in *to, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (sendto(tx, buf, size, 0, (const struct sockaddr *)to, sizeof(*to)) != size)
+			die("dgram_cost: sendto");
 }
 
 int main(int argc, char **argv)
@@ -114,9 +131,7 @@ int main(int argc, char **argv)
 	for (r = 0; r < rounds; r++) {
 		long long t0 = now_ns(), t1, t2;
 
-		for (i = 0; i < batch; i++)
-			if (sendto(tx, buf, size, 0, (struct sockaddr *)&to, sizeof(to)) != size)
-				die("dgram_cost: sendto");
+		send_batch(tx, buf, size, &to, batch);
 		t1 = now_ns();
 		for (i = 0; i < batch; i++) {
 			/* Every datagram is there already: one that is not was dropped. */
@@ -133,9 +148,7 @@ int main(int argc, char **argv)
 		recv_ns[r] = (t2 - t1) / batch;
 		/* The same batch read as sockperf's server reads: a blocking recvfrom() that
 		 * asks for the sender's address (every datagram is there, so none waits). */
-		for (i = 0; i < batch; i++)
-			if (sendto(tx, buf, size, 0, (struct sockaddr *)&to, sizeof(to)) != size)
-				die("dgram_cost: sendto");
+		send_batch(tx, buf, size, &to, batch);
 		t2 = now_ns();
 		for (i = 0; i < batch; i++) {
 			struct sockaddr_in from;
@@ -155,10 +168,7 @@ int main(int argc, char **argv)
 			sci_sent(tx) - sent0, 2LL * batch * rounds);
 		return 1;
 	}
-	qsort(send_ns, rounds, sizeof(*send_ns), cmp);
-	qsort(recv_ns, rounds, sizeof(*recv_ns), cmp);
-	qsort(from_ns, rounds, sizeof(*from_ns), cmp);
-	printf("send %lld recv %lld recvfrom %lld path %s\n", send_ns[rounds / 2],
-	       recv_ns[rounds / 2], from_ns[rounds / 2], sent0 >= 0 ? "sci" : "udp");
+	printf("send %lld recv %lld recvfrom %lld path %s\n", median(send_ns, rounds),
+	       median(recv_ns, rounds), median(from_ns, rounds), sent0 >= 0 ? "sci" : "udp");
 	return 0;
 }

@@ -88,7 +88,7 @@ struct sci_net_hot {
 /*
  * Per-network-namespace counters, zeroed when a namespace is created.  Rust uses them as
  * its NetStats (atomics of the same layout, checked at build time); the per-CPU ones
- * only through sci_net_hot_add() and sci_net_hot_sum().
+ * only through sci_sk_hot_add() and sci_net_hot_sum().
  */
 struct sci_net_stats {
 	u64	sockets;
